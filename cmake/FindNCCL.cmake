@@ -1,0 +1,56 @@
+# FindNCCL
+# --------
+#
+# Finds the NVIDIA Collective Communications Library.
+#
+# Hints (CMake or environment variables): NCCL_ROOT, NCCL_HOME, NCCL_DIR, and
+# the CUDA toolkit's own prefix (CUDAToolkit_LIBRARY_ROOT), which is where the
+# CUDA 13 toolkit and NVIDIA's containers put it.
+#
+# Result variables:
+#   NCCL_FOUND, NCCL_VERSION (major.minor.patch, parsed from nccl.h),
+#   NCCL_INCLUDE_DIR, NCCL_LIBRARY
+# Imported target:
+#   NCCL::NCCL
+
+set(_nccl_hints ${NCCL_ROOT} $ENV{NCCL_ROOT} $ENV{NCCL_HOME} $ENV{NCCL_DIR})
+if(CUDAToolkit_LIBRARY_ROOT)
+  list(APPEND _nccl_hints ${CUDAToolkit_LIBRARY_ROOT})
+endif()
+if(CUDAToolkit_INCLUDE_DIRS)
+  foreach(_dir IN LISTS CUDAToolkit_INCLUDE_DIRS)
+    get_filename_component(_prefix "${_dir}" DIRECTORY)
+    list(APPEND _nccl_hints "${_prefix}")
+  endforeach()
+endif()
+
+find_path(NCCL_INCLUDE_DIR nccl.h
+  HINTS ${_nccl_hints}
+  PATH_SUFFIXES include)
+find_library(NCCL_LIBRARY NAMES nccl
+  HINTS ${_nccl_hints}
+  PATH_SUFFIXES lib lib64 lib/x86_64-linux-gnu)
+
+if(NCCL_INCLUDE_DIR AND EXISTS "${NCCL_INCLUDE_DIR}/nccl.h")
+  file(STRINGS "${NCCL_INCLUDE_DIR}/nccl.h" _nccl_version_lines
+       REGEX "^#define NCCL_(MAJOR|MINOR|PATCH) +[0-9]+")
+  foreach(_part MAJOR MINOR PATCH)
+    string(REGEX REPLACE ".*#define NCCL_${_part} +([0-9]+).*" "\\1" _nccl_${_part}
+           "${_nccl_version_lines}")
+  endforeach()
+  set(NCCL_VERSION "${_nccl_MAJOR}.${_nccl_MINOR}.${_nccl_PATCH}")
+endif()
+
+include(FindPackageHandleStandardArgs)
+find_package_handle_standard_args(NCCL
+  REQUIRED_VARS NCCL_LIBRARY NCCL_INCLUDE_DIR
+  VERSION_VAR NCCL_VERSION)
+
+if(NCCL_FOUND AND NOT TARGET NCCL::NCCL)
+  add_library(NCCL::NCCL UNKNOWN IMPORTED)
+  set_target_properties(NCCL::NCCL PROPERTIES
+    IMPORTED_LOCATION "${NCCL_LIBRARY}"
+    INTERFACE_INCLUDE_DIRECTORIES "${NCCL_INCLUDE_DIR}")
+endif()
+
+mark_as_advanced(NCCL_INCLUDE_DIR NCCL_LIBRARY)

@@ -1,0 +1,128 @@
+// The decision record: what one all-reduce call chose and why, kept for every
+// call so that ranks can be compared (by the simulator exactly, on hardware by
+// an all-gathered fingerprint).
+
+#ifndef LOCKSTEP_DISPATCH_DECISION_H_
+#define LOCKSTEP_DISPATCH_DECISION_H_
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "dispatch/group_layout.h"
+#include "dispatch/tensor.h"
+#include "dispatch/workspace.h"
+
+namespace lockstep {
+
+// The backends of the all-reduce chain, in the order they are tried. kSkip is
+// a group of one rank, where there is nothing to reduce.
+enum class BackendKind : uint8_t { kSkip = 0, kFused, kCustom, kNccl };
+inline constexpr int kNumBackendKinds = 4;
+std::string_view BackendKindName(BackendKind kind);  // "skip", "fused", "custom", "nccl"
+
+// The algorithm of the fused kernel. Every rank of a group must run the same
+// one: the slot layout of the Lamport buffers depends on it.
+enum class Algorithm : uint8_t { kNone = 0, kOneShot, kTwoShot };
+std::string_view AlgorithmName(Algorithm algorithm);  // "none", "one_shot", "two_shot"
+
+// Every check a backend's CanUse evaluates, named as the decision record and
+// the reports print them.
+enum class Predicate : uint8_t {
+  // Fused kernel (kAllReduce on a fusion workspace), in evaluation order.
+  kGroupTagged,           // the group owns a fusion workspace
+  kLibraryAvailable,      // the fused-kernel library loaded on every rank
+  kTwoDimensional,        // tensor is [tokens, hidden]
+  kContiguous,            // tensor is contiguous
+  kWorkspaceInitialized,  // the workspace rendezvous succeeded on every rank
+  kWorkspaceWorldSize,    // workspace world size == group world size
+  kWorkspacePeers,        // workspace peer set == group peer set (exactly)
+  kTokensFit,             // tokens <= workspace max tokens
+  kHiddenFits,            // hidden <= workspace hidden
+  kDtypeMatches,          // dtype == workspace dtype
+  // Custom all-reduce.
+  kCustomAvailable,   // custom all-reduce was created for this group
+  kBytesAligned,      // bytes % 16 == 0
+  kCustomContiguous,  // tensor is (weakly) contiguous
+  kBytesBelowMax,     // bytes < custom max size
+  kCustomWorldSize,   // world size in {2, 4, 6, 8}
+  kNvlinkOrWorldTwo,  // world size 2, or every pair linked by NVLink
+  kSameNode,          // every rank of the group on one node
+};
+inline constexpr int kNumPredicates = 17;
+std::string_view PredicateName(Predicate predicate);
+// The backend whose CanUse evaluates `predicate`.
+BackendKind PredicateBackend(Predicate predicate);
+
+// The record of one all-reduce call on one rank: the backend and algorithm
+// chosen, and every predicate and predicate input by name. A plain value of a
+// few cache lines, filled on the hot path; formatting happens only on demand.
+struct DecisionRecord {
+  uint64_t seq = 0;  // the call's index on its group coordinator, from 0
+  GroupId group;
+  int group_world_size = 0;
+  BackendKind backend = BackendKind::kNccl;
+  Algorithm algorithm = Algorithm::kNone;
+  int32_t blocks = 0;     // fused-kernel grid size (per-block flag protocols)
+  bool fp32_acc = false;  // fused-kernel accumulation type
+  CallDesc call;
+
+  uint32_t evaluated = 0;  // bit p: predicate p was evaluated
+  uint32_t held = 0;       // bit p: predicate p held
+
+  // Inputs of the fused predicates (valid once evaluated).
+  WorkspaceKind hint = WorkspaceKind::kNone;
+  bool library_available = false;
+  bool workspace_initialized = false;
+  GroupId workspace_group;
+  int workspace_world_size = 0;
+  WorkspaceCapacity workspace_capacity;
+  uint32_t workspace_generation = 0;
+  // Inputs of the custom all-reduce predicates.
+  bool custom_available = false;
+  int64_t custom_max_bytes = 0;
+  bool full_nvlink = false;
+  bool same_node = false;
+
+  // Records `predicate` with result `value` and returns `value`, so checks
+  // read as `if (!record.Check(Predicate::kContiguous, d.contiguous)) ...`.
+  bool Check(Predicate predicate, bool value) {
+    const uint32_t bit = 1u << static_cast<unsigned>(predicate);
+    evaluated |= bit;
+    if (value) held |= bit;
+    return value;
+  }
+  bool Evaluated(Predicate p) const { return (evaluated >> static_cast<unsigned>(p)) & 1u; }
+  bool Held(Predicate p) const { return (held >> static_cast<unsigned>(p)) & 1u; }
+};
+
+// The first predicate of `backend` that was evaluated and failed: the reason
+// the chain moved past it. nullopt if it was not rejected by a predicate.
+std::optional<Predicate> FirstFailedPredicate(const DecisionRecord& record, BackendKind backend);
+
+// "workspace_initialized=false", "tokens=300 max_tokens=256 -> false": the
+// inputs of one predicate and its result. `layout`, when given, prints peer
+// sets as rank lists instead of ids.
+std::string DescribePredicate(const DecisionRecord& record, Predicate predicate,
+                              const ParallelLayout* layout = nullptr);
+
+// One line: the backend and algorithm chosen and, for every backend passed
+// over, the predicate that refused it. E.g.
+// "nccl (fused refused: workspace_initialized=false; custom refused: ...)".
+std::string ExplainDecision(const DecisionRecord& record, const ParallelLayout* layout = nullptr);
+
+// Predicates whose evaluation or result differ between two records of the
+// same call on two ranks, in evaluation order.
+std::vector<Predicate> DifferingPredicates(const DecisionRecord& a, const DecisionRecord& b);
+
+// A 64-bit digest of everything a rank-invariant decision must agree on:
+// backend, algorithm, launch shape, predicate results and inputs. Stable
+// across runs and machines (no seeded hashing).
+uint64_t DecisionFingerprint(const DecisionRecord& record);
+
+}  // namespace lockstep
+
+#endif  // LOCKSTEP_DISPATCH_DECISION_H_

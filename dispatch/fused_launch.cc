@@ -1,0 +1,22 @@
+#include "dispatch/fused_launch.h"
+
+#include <algorithm>
+
+namespace lockstep {
+
+int64_t OneShotMaxBytes(int world_size) {
+  if (world_size <= 2) return int64_t{1} << 20;
+  if (world_size <= 4) return int64_t{512} << 10;
+  return int64_t{256} << 10;
+}
+
+Algorithm SelectFusedAlgorithm(int64_t bytes, int world_size) {
+  return bytes <= OneShotMaxBytes(world_size) ? Algorithm::kOneShot : Algorithm::kTwoShot;
+}
+
+int FusedGridBlocks(int64_t bytes) {
+  const int64_t blocks = (bytes + kFusedBytesPerBlock - 1) / kFusedBytesPerBlock;
+  return static_cast<int>(std::clamp<int64_t>(blocks, 1, kFusedMaxBlocks));
+}
+
+}  // namespace lockstep

@@ -1,0 +1,36 @@
+// How the fused all-reduce kernel is launched for a message: algorithm and
+// grid. Every rank of a group computes these from the same agreed inputs, so
+// every rank runs the same protocol with the same slot layout and flag count.
+
+#ifndef LOCKSTEP_DISPATCH_FUSED_LAUNCH_H_
+#define LOCKSTEP_DISPATCH_FUSED_LAUNCH_H_
+
+#include <cstdint>
+
+#include "dispatch/decision.h"
+
+namespace lockstep {
+
+// Largest message (bytes per rank) sent one-shot for a group of `world_size`
+// ranks. One-shot pushes the whole message to every peer and reduces in one
+// round: cheapest in latency, but its traffic grows with world_size - 1.
+// Two-shot (reduce-scatter by ownership, then all-gather) sends about
+// 2 (world - 1) / world of the message in two rounds and wins for large
+// messages. The thresholds are a function of the message size and the world
+// size only: rank-invariant by construction.
+int64_t OneShotMaxBytes(int world_size);
+
+// One-shot when bytes <= OneShotMaxBytes(world_size), else two-shot.
+Algorithm SelectFusedAlgorithm(int64_t bytes, int world_size);
+
+// Grid size (thread blocks per rank) of the fused kernel: one block per
+// kFusedBytesPerBlock of message, between 1 and kFusedMaxBlocks. A function of
+// the message size alone, never of the local device's SM count: per-block
+// flag protocols need every rank to launch the same grid (vLLM #43616).
+inline constexpr int64_t kFusedBytesPerBlock = 32 * 1024;
+inline constexpr int kFusedMaxBlocks = 128;
+int FusedGridBlocks(int64_t bytes);
+
+}  // namespace lockstep
+
+#endif  // LOCKSTEP_DISPATCH_FUSED_LAUNCH_H_

@@ -1,0 +1,42 @@
+#include "dispatch/group_coordinator.h"
+
+#include <utility>
+
+namespace lockstep {
+
+GroupCoordinator::GroupCoordinator(std::string name, GroupId group, int world_size,
+                                   int rank_in_group, WorkspaceKind hint, GroupBackends backends,
+                                   const DispatchPolicy* policy)
+    : name_(std::move(name)),
+      group_(group),
+      world_size_(world_size),
+      rank_in_group_(rank_in_group),
+      hint_(hint),
+      backends_(backends),
+      policy_(policy) {}
+
+CommBackend* GroupCoordinator::Decide(const CallDesc& call, DecisionRecord& record) {
+  record = DecisionRecord{};
+  record.seq = next_seq_++;
+  record.group = group_;
+  record.group_world_size = world_size_;
+  return policy_->Choose(backends_, call, record);
+}
+
+absl::Status GroupCoordinator::AllReduce(Tensor& tensor, DecisionRecord* record_out,
+                                         const CallContext& context) {
+  DecisionRecord local;
+  DecisionRecord& record = record_out != nullptr ? *record_out : local;
+  CallDesc call;
+  call.tensor = tensor.desc;
+  call.context = context;
+  CommBackend* chosen = Decide(call, record);
+  if (chosen == nullptr) {
+    if (record.backend == BackendKind::kSkip) return absl::OkStatus();
+    return absl::FailedPreconditionError("group '" + name_ +
+                                         "' has no NCCL backend to end its all-reduce chain");
+  }
+  return policy_->Execute(backends_, *chosen, tensor, record);
+}
+
+}  // namespace lockstep

@@ -1,0 +1,57 @@
+// GroupCoordinator: one process group as one rank sees it, and the entry point
+// of every all-reduce (SGLang's GroupCoordinator.all_reduce).
+
+#ifndef LOCKSTEP_DISPATCH_GROUP_COORDINATOR_H_
+#define LOCKSTEP_DISPATCH_GROUP_COORDINATOR_H_
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/status.h"
+#include "dispatch/backend.h"
+#include "dispatch/decision.h"
+#include "dispatch/group_layout.h"
+#include "dispatch/policy.h"
+
+namespace lockstep {
+
+class GroupCoordinator {
+ public:
+  // `group` is the rank's peer set in this group object; `policy` and the
+  // backends must outlive the coordinator.
+  GroupCoordinator(std::string name, GroupId group, int world_size, int rank_in_group,
+                   WorkspaceKind hint, GroupBackends backends, const DispatchPolicy* policy);
+
+  const std::string& name() const { return name_; }
+  GroupId group() const { return group_; }
+  int world_size() const { return world_size_; }
+  int rank_in_group() const { return rank_in_group_; }
+  WorkspaceKind hint() const { return hint_; }
+  const GroupBackends& backends() const { return backends_; }
+  // Calls dispatched so far (the next call's seq).
+  uint64_t calls() const { return next_seq_; }
+
+  // Decides and runs one all-reduce of `tensor`, in place. The decision is
+  // written to `*record` when given (the runtime keeps them). A backend error
+  // is returned as is: no other backend is tried.
+  absl::Status AllReduce(Tensor& tensor, DecisionRecord* record = nullptr,
+                         const CallContext& context = {});
+
+  // Decides without running: what a graph-tracing frontend calls at trace
+  // time. Consumes a sequence number like AllReduce.
+  CommBackend* Decide(const CallDesc& call, DecisionRecord& record);
+
+ private:
+  std::string name_;
+  GroupId group_;
+  int world_size_;
+  int rank_in_group_;
+  WorkspaceKind hint_;
+  GroupBackends backends_;
+  const DispatchPolicy* policy_;
+  uint64_t next_seq_ = 0;
+};
+
+}  // namespace lockstep
+
+#endif  // LOCKSTEP_DISPATCH_GROUP_COORDINATOR_H_

@@ -1,0 +1,90 @@
+// Dispatch policies: the decisions the dispatch core takes, as one object.
+// The base class *is* the reference design (SGLang after PR #30700); the
+// known-bad mutants of faults/ derive from it and override one decision each,
+// so the reference is never edited to make room for them.
+
+#ifndef LOCKSTEP_DISPATCH_POLICY_H_
+#define LOCKSTEP_DISPATCH_POLICY_H_
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "dispatch/backend.h"
+#include "dispatch/fusion_gate.h"
+#include "dispatch/group_layout.h"
+#include "dispatch/workspace.h"
+
+namespace lockstep {
+
+class DispatchPolicy {
+ public:
+  virtual ~DispatchPolicy() = default;
+
+  virtual std::string_view name() const { return "reference"; }
+
+  // Chooses the backend of one all-reduce and completes `record` (whose seq,
+  // group and group_world_size the coordinator has set). Returns null only
+  // for kSkip (a group of one rank). Reference: fused kernel if its CanUse
+  // holds, else custom all-reduce if its CanUse holds, else NCCL.
+  virtual CommBackend* Choose(const GroupBackends& backends, const CallDesc& call,
+                              DecisionRecord& record) const;
+
+  // Runs the chosen backend. Reference: run it and return its status as is;
+  // an error is never followed by another backend (PR #30700 review).
+  virtual absl::Status Execute(const GroupBackends& backends, CommBackend& chosen, Tensor& tensor,
+                               DecisionRecord& record) const;
+
+  // Which group objects own which fusion workspace.
+  virtual WorkspaceTags TagGroups(const ParallelLayout& layout, bool fused_enabled) const;
+
+  // The fusion gate and the post-experts reduction plan.
+  virtual bool ShouldFuseMlpAllReduceWithNextLayer(const ParallelWidths& widths,
+                                                   const FusionGateInputs& inputs) const;
+  virtual PostExpertsPlan PlanPostExperts(const ParallelWidths& widths,
+                                          bool fuse_with_next_layer) const;
+
+ protected:
+  // Fills the algorithm and launch shape once the fused backend is chosen.
+  // Reference: SelectFusedAlgorithm / FusedGridBlocks on the message size and
+  // group size, fp32_acc = false (aligned with the fused AR + norm path).
+  virtual void ConfigureFusedLaunch(const GroupBackends& backends, const CallDesc& call,
+                                    DecisionRecord& record) const;
+};
+
+// Named policies: "reference" and whatever else is registered (the mutants of
+// faults/ register themselves through faults::RegisterMutants). A plain value,
+// not a global: whoever builds a registry decides what is in it.
+class PolicyRegistry {
+ public:
+  struct Entry {
+    std::string name;
+    std::string summary;  // one line: what the policy does differently
+    std::string source;   // the bug or review it reproduces ("SGLang #28619")
+    std::function<std::unique_ptr<DispatchPolicy>()> make;
+  };
+
+  // A registry holding the reference policy only.
+  PolicyRegistry();
+
+  // Adds a policy. AlreadyExists if the name is taken.
+  absl::Status Register(Entry entry);
+
+  // A fresh instance of the named policy. NotFound lists the known names.
+  absl::StatusOr<std::unique_ptr<DispatchPolicy>> Create(std::string_view name) const;
+
+  const Entry* Find(std::string_view name) const;
+  // Registration order; "reference" first.
+  const std::vector<Entry>& entries() const { return entries_; }
+
+ private:
+  std::vector<Entry> entries_;
+};
+
+}  // namespace lockstep
+
+#endif  // LOCKSTEP_DISPATCH_POLICY_H_

@@ -1,0 +1,53 @@
+// A hash that is the same on every run and every machine, for fingerprints
+// and trace digests. absl::Hash is seeded per process and must not be used
+// for anything that is compared across ranks, runs or hosts.
+
+#ifndef LOCKSTEP_DISPATCH_STABLE_HASH_H_
+#define LOCKSTEP_DISPATCH_STABLE_HASH_H_
+
+#include <cstdint>
+#include <string_view>
+
+namespace lockstep {
+
+// Accumulates 64-bit words with a splitmix64 finaliser per word. Order
+// matters; equal sequences give equal digests everywhere.
+class StableHasher {
+ public:
+  constexpr StableHasher() = default;
+  constexpr explicit StableHasher(uint64_t seed) : state_(seed) {}
+
+  constexpr StableHasher& Add(uint64_t word) {
+    state_ = Mix(state_ ^ (word + 0x9e3779b97f4a7c15ull + (state_ << 6) + (state_ >> 2)));
+    return *this;
+  }
+  constexpr StableHasher& Add(std::string_view text) {
+    Add(text.size());
+    uint64_t word = 0;
+    int n = 0;
+    for (char c : text) {
+      word = (word << 8) | static_cast<unsigned char>(c);
+      if (++n == 8) {
+        Add(word);
+        word = 0;
+        n = 0;
+      }
+    }
+    if (n != 0) Add(word);
+    return *this;
+  }
+  constexpr uint64_t digest() const { return Mix(state_); }
+
+  static constexpr uint64_t Mix(uint64_t z) {
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+  }
+
+ private:
+  uint64_t state_ = 0x6a09e667f3bcc908ull;
+};
+
+}  // namespace lockstep
+
+#endif  // LOCKSTEP_DISPATCH_STABLE_HASH_H_
