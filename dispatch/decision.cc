@@ -175,6 +175,50 @@ std::vector<Predicate> DifferingPredicates(const DecisionRecord& a, const Decisi
   return out;
 }
 
+std::vector<std::string> DescribeDifferences(const DecisionRecord& a, const DecisionRecord& b,
+                                             const ParallelLayout* layout) {
+  std::vector<std::string> out;
+  for (Predicate p : DifferingPredicates(a, b)) {
+    if (a.Evaluated(p)) out.push_back(DescribePredicate(a, p, layout));
+  }
+  const TensorDesc& x = a.call.tensor;
+  const TensorDesc& y = b.call.tensor;
+  if (x.ndim != y.ndim) out.push_back(absl::StrFormat("ndim=%d", x.ndim));
+  if (x.tokens() != y.tokens()) out.push_back(absl::StrFormat("tokens=%d", x.tokens()));
+  if (x.hidden() != y.hidden()) out.push_back(absl::StrFormat("hidden=%d", x.hidden()));
+  if (x.dtype != y.dtype) out.push_back(absl::StrFormat("dtype=%s", DTypeName(x.dtype)));
+  if (x.contiguous != y.contiguous) {
+    out.push_back(absl::StrFormat("contiguous=%s", x.contiguous ? "true" : "false"));
+  }
+  if (a.call.context.tracing != b.call.context.tracing) {
+    out.push_back(absl::StrFormat("tracing=%s", a.call.context.tracing ? "true" : "false"));
+  }
+  if (a.call.context.graph_capture != b.call.context.graph_capture) {
+    out.push_back(
+        absl::StrFormat("graph_capture=%s", a.call.context.graph_capture ? "true" : "false"));
+  }
+  if (a.algorithm != b.algorithm) {
+    out.push_back(absl::StrFormat("algorithm=%s", AlgorithmName(a.algorithm)));
+  }
+  if (a.blocks != b.blocks) out.push_back(absl::StrFormat("blocks=%d", a.blocks));
+  if (a.fp32_acc != b.fp32_acc) {
+    out.push_back(absl::StrFormat("fp32_acc=%s", a.fp32_acc ? "true" : "false"));
+  }
+  if (a.workspace_group != b.workspace_group) {
+    out.push_back(absl::StrFormat("workspace_peers=%s",
+                                  a.workspace_group.valid() && layout != nullptr
+                                      ? layout->PeersToString(a.workspace_group)
+                                      : absl::StrFormat("group#%d", a.workspace_group.value)));
+  }
+  if (a.workspace_generation != b.workspace_generation) {
+    out.push_back(absl::StrFormat("workspace_generation=%d", a.workspace_generation));
+  }
+  if (a.workspace_capacity.max_tokens != b.workspace_capacity.max_tokens) {
+    out.push_back(absl::StrFormat("max_tokens=%d", a.workspace_capacity.max_tokens));
+  }
+  return out;
+}
+
 uint64_t DecisionFingerprint(const DecisionRecord& r) {
   const TensorDesc& t = r.call.tensor;
   StableHasher h;

@@ -118,6 +118,14 @@ std::string ExplainDecision(const DecisionRecord& record, const ParallelLayout* 
 // same call on two ranks, in evaluation order.
 std::vector<Predicate> DifferingPredicates(const DecisionRecord& a, const DecisionRecord& b);
 
+// What differs between `mine` and `other` (two ranks' records of the same
+// call), named from `mine`'s side: the predicates whose results differ
+// ("workspace_initialized=false"), then the call inputs and launch choices
+// that differ ("tokens=5", "blocks=4"). Empty when the records agree.
+std::vector<std::string> DescribeDifferences(const DecisionRecord& mine,
+                                             const DecisionRecord& other,
+                                             const ParallelLayout* layout = nullptr);
+
 // A 64-bit digest of everything a rank-invariant decision must agree on:
 // backend, algorithm, launch shape, predicate results and inputs. Stable
 // across runs and machines (no seeded hashing).

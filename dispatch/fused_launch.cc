@@ -19,4 +19,9 @@ int FusedGridBlocks(int64_t bytes) {
   return static_cast<int>(std::clamp<int64_t>(blocks, 1, kFusedMaxBlocks));
 }
 
+int CustomGridBlocks(int64_t bytes) {
+  const int64_t blocks = (bytes + kCustomBytesPerBlock - 1) / kCustomBytesPerBlock;
+  return static_cast<int>(std::clamp<int64_t>(blocks, 1, kCustomMaxBlocks));
+}
+
 }  // namespace lockstep

@@ -31,6 +31,13 @@ inline constexpr int64_t kFusedBytesPerBlock = 32 * 1024;
 inline constexpr int kFusedMaxBlocks = 128;
 int FusedGridBlocks(int64_t bytes);
 
+// Grid size of the custom all-reduce (vLLM's rule: 512 threads of 16 bytes
+// per block, at most 36 blocks). Its barrier has one flag per block, so this
+// too must be the same on every rank.
+inline constexpr int64_t kCustomBytesPerBlock = 512 * 16;
+inline constexpr int kCustomMaxBlocks = 36;
+int CustomGridBlocks(int64_t bytes);
+
 }  // namespace lockstep
 
 #endif  // LOCKSTEP_DISPATCH_FUSED_LAUNCH_H_

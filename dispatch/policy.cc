@@ -23,6 +23,7 @@ CommBackend* DispatchPolicy::Choose(const GroupBackends& b, const CallDesc& call
   }
   if (b.custom != nullptr && b.custom->CanUse(call, r)) {
     r.backend = BackendKind::kCustom;
+    ConfigureCustomLaunch(b, call, r);
     return b.custom;
   }
   r.backend = BackendKind::kNccl;
@@ -35,6 +36,11 @@ void DispatchPolicy::ConfigureFusedLaunch(const GroupBackends&, const CallDesc& 
   r.algorithm = SelectFusedAlgorithm(bytes, r.group_world_size);
   r.blocks = FusedGridBlocks(bytes);
   r.fp32_acc = false;
+}
+
+void DispatchPolicy::ConfigureCustomLaunch(const GroupBackends&, const CallDesc& call,
+                                           DecisionRecord& r) const {
+  r.blocks = CustomGridBlocks(call.tensor.bytes());
 }
 
 absl::Status DispatchPolicy::Execute(const GroupBackends&, CommBackend& chosen, Tensor& tensor,
@@ -54,6 +60,10 @@ bool DispatchPolicy::ShouldFuseMlpAllReduceWithNextLayer(const ParallelWidths& w
 PostExpertsPlan DispatchPolicy::PlanPostExperts(const ParallelWidths& widths,
                                                 bool fuse_with_next_layer) const {
   return PlanPostExpertsReduction(widths, fuse_with_next_layer);
+}
+
+PostExpertsPlan DispatchPolicy::PlanPipelineFlush(const ParallelWidths& widths) const {
+  return PlanPostExperts(widths, false);
 }
 
 PolicyRegistry::PolicyRegistry() {

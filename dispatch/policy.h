@@ -48,12 +48,30 @@ class DispatchPolicy {
   virtual PostExpertsPlan PlanPostExperts(const ParallelWidths& widths,
                                           bool fuse_with_next_layer) const;
 
+  // The post-experts reduction of a pipeline stage's last MoE layer, flushed
+  // before its activations go to the next stage. Reference: the layer's full
+  // unfused plan (SGLang #28619 flushed over MOE_EP only).
+  virtual PostExpertsPlan PlanPipelineFlush(const ParallelWidths& widths) const;
+
+  // The group that reduces the speculative (EAGLE) draft model's projection.
+  // Reference: ATTN_TP (SGLang #40399 reduced it over the full TP group).
+  virtual GroupRole DraftProjectionGroup() const { return GroupRole::kAttnTp; }
+
+  // Whether the MoE output, already complete and replicated on every rank
+  // after its reduction, is all-reduced once more over ATTN_TP. Reference:
+  // never (SGLang #31699 and #37199 did, scaling it by the group size).
+  virtual bool ReduceReplicatedOutput(const ParallelWidths& /*widths*/) const { return false; }
+
  protected:
   // Fills the algorithm and launch shape once the fused backend is chosen.
   // Reference: SelectFusedAlgorithm / FusedGridBlocks on the message size and
   // group size, fp32_acc = false (aligned with the fused AR + norm path).
   virtual void ConfigureFusedLaunch(const GroupBackends& backends, const CallDesc& call,
                                     DecisionRecord& record) const;
+  // Fills the grid once the custom all-reduce is chosen. Reference:
+  // CustomGridBlocks on the message size.
+  virtual void ConfigureCustomLaunch(const GroupBackends& backends, const CallDesc& call,
+                                     DecisionRecord& record) const;
 };
 
 // Named policies: "reference" and whatever else is registered (the mutants of

@@ -53,8 +53,15 @@ struct Tensor {
   void* data = nullptr;
 };
 
+// What the all-reduce is fused with (FlashInfer's AllReduceFusionPattern).
+enum class FusionPattern : uint8_t {
+  kAllReduce = 0,                 // plain all-reduce (kAllReduce)
+  kAllReduceResidualRmsNorm = 1,  // all-reduce + residual add + RMSNorm (kARResidualRMSNorm)
+};
+
 // How the caller is running when it all-reduces.
 struct CallContext {
+  FusionPattern pattern = FusionPattern::kAllReduce;
   // The call is being traced (torch.compile / Dynamo): the decision is taken
   // once, at trace time, and baked into the captured graph.
   bool tracing = false;

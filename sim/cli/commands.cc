@@ -10,6 +10,7 @@ namespace lockstep::cli {
 
 std::span<const Command> Commands() {
   static constexpr std::array kCommands = {
+      Command{"sim", "run a scenario in the deterministic simulator and give its verdict", &RunSim},
       Command{"layout", "print the groups of a parallel layout, its workspaces and reductions",
               &RunLayout},
   };

@@ -26,6 +26,7 @@ struct Command {
 std::span<const Command> Commands();
 
 int RunLayout(std::span<const std::string> args, std::ostream& out, std::ostream& err);
+int RunSim(std::span<const std::string> args, std::ostream& out, std::ostream& err);
 
 // Dispatches argv (program name first) to a verb.
 int Main(std::span<const std::string> argv, std::ostream& out, std::ostream& err);

@@ -1,0 +1,63 @@
+// The custom all-reduce (vLLM / SGLang custom_all_reduce): each rank stages its
+// input in a buffer every peer has mapped, meets every peer at a barrier,
+// reads and sums all peers' staged inputs in rank order, and meets them again
+// so that no staged buffer is overwritten while a peer still reads it.
+//
+// The barrier uses one flag per (thread block, peer): block b of rank r writes
+// the call's epoch into flags[b][r] of every peer, then waits until its own
+// flags[b][p] hold the epoch for every peer p. Block b only ever meets block b
+// of its peers, so every rank must launch the same number of blocks: a rank
+// that launches fewer leaves its peers' extra blocks waiting forever
+// (vLLM #43616).
+//
+// Memory policy (in addition to the chunk iteration of memory_model.h):
+//   void Stage(int64_t pos, const Value& v);              // into my staged buffer
+//   bool LoadStaged(int32_t peer, int64_t pos, int64_t len, Value* out);
+//   void Signal(int32_t peer, uint32_t phase, uint64_t epoch);  // my blocks' flags at peer
+//   bool WaitFlags(int32_t peer, uint32_t phase, uint64_t epoch);  // peer's flags at my blocks
+//   uint64_t NextEpoch();                                  // 1, 2, ... per call on this rank
+//   + LoadInput, Zero, Add, Finish, StoreOutput, Failure as in memory_model.h
+
+#ifndef LOCKSTEP_KERNELS_PROTOCOL_BLOCK_BARRIER_H_
+#define LOCKSTEP_KERNELS_PROTOCOL_BLOCK_BARRIER_H_
+
+#include "kernels/protocol/lamport.h"
+
+namespace lockstep::protocol {
+
+inline constexpr uint32_t kBarrierStart = 0;
+inline constexpr uint32_t kBarrierEnd = 1;
+
+template <class Mem>
+LS_HD bool BlockBarrier(Mem& mem, int32_t rank, int32_t world, uint32_t phase, uint64_t epoch) {
+  for (int32_t k = 1; k <= world; ++k) mem.Signal((rank + k) % world, phase, epoch);
+  for (int32_t p = 0; p < world; ++p) {
+    if (!mem.WaitFlags(p, phase, epoch)) return false;
+  }
+  return true;
+}
+
+template <class Mem>
+LS_HD ProtocolStatus CustomAllReduce(Mem& mem, const AllReduceArgs& a) {
+  const uint64_t epoch = mem.NextEpoch();
+  for (int64_t pos = mem.FirstChunk(0); pos < a.elems; pos += mem.ChunkStride()) {
+    mem.Stage(pos, mem.LoadInput(pos, mem.ChunkLen(pos, a.elems)));
+  }
+  if (!BlockBarrier(mem, a.rank, a.world, kBarrierStart, epoch)) return mem.Failure();
+  for (int64_t pos = mem.FirstChunk(0); pos < a.elems; pos += mem.ChunkStride()) {
+    const int64_t len = mem.ChunkLen(pos, a.elems);
+    typename Mem::Acc acc = mem.Zero();
+    for (int32_t p = 0; p < a.world; ++p) {
+      typename Mem::Value v;
+      if (!mem.LoadStaged(p, pos, len, &v)) return mem.Failure();
+      mem.Add(acc, v);
+    }
+    mem.StoreOutput(pos, mem.Finish(acc));
+  }
+  if (!BlockBarrier(mem, a.rank, a.world, kBarrierEnd, epoch)) return mem.Failure();
+  return ProtocolStatus{};
+}
+
+}  // namespace lockstep::protocol
+
+#endif  // LOCKSTEP_KERNELS_PROTOCOL_BLOCK_BARRIER_H_

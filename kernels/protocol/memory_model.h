@@ -1,0 +1,45 @@
+// The memory-access policy the protocols are written against.
+//
+// The protocols (one_shot.h, two_shot.h, block_barrier.h) are templates over a
+// type `Mem` that provides the operations below. The CUDA kernels instantiate
+// them with device memory (one chunk = one thread's vector, system-scope
+// stores into peer memory, volatile polls bounded by %globaltimer); the
+// simulator instantiates them with simulated peer memory (one chunk = a whole
+// range, a poll that cannot succeed suspends the rank until the memory it
+// watches changes). The protocol logic — slot offsets, sanitising, the
+// sentinel test, buffer rotation, clear sizes, rank-order reduction, two-shot
+// ownership, flag epochs — exists once, here.
+//
+//   using Value;  // the contents of one chunk, as loaded
+//   using Acc;    // a running sum of Values
+//
+//   // Chunk iteration over [lo, hi): for (p = FirstChunk(lo); p < hi; p += ChunkStride())
+//   // with ChunkLen(p, hi) elements at p.
+//   int64_t FirstChunk(int64_t lo) const;
+//   int64_t ChunkStride() const;
+//   int64_t ChunkLen(int64_t pos, int64_t hi) const;
+//
+//   Value LoadInput(int64_t pos, int64_t len);                // this rank's input
+//   void Sanitize(Value& v);                                  // SanitizeBits on every element
+//   void Push(int32_t peer, uint32_t buffer, int64_t offset, const Value& v);   // into peer's
+//   buffer
+//   // Polls this rank's `buffer` at [offset, offset + len) until no element is
+//   // the sentinel (IsSentinel with the call's test); `writer` is the peer
+//   // expected to write it. Returns false if the wait was abandoned (bounded
+//   // wait expired or abort); the Mem then holds the failure status.
+//   bool Wait(uint32_t buffer, int64_t offset, int64_t len, int32_t writer, Value* out);
+//   void Clear(uint32_t buffer, int64_t offset, int64_t len); // write the sentinel
+//   Acc Zero();
+//   void Add(Acc& acc, const Value& v);                       // in the order called
+//   Value Finish(const Acc& acc);                             // convert to the element type
+//   void StoreOutput(int64_t pos, const Value& v);
+//   LamportState& State();                                    // this rank's control block
+//   bool ArriveLast();   // this block finished the call; true for the last block
+//   ProtocolStatus Failure() const;                           // after a Wait returned false
+
+#ifndef LOCKSTEP_KERNELS_PROTOCOL_MEMORY_MODEL_H_
+#define LOCKSTEP_KERNELS_PROTOCOL_MEMORY_MODEL_H_
+
+#include "kernels/protocol/lamport.h"
+
+#endif  // LOCKSTEP_KERNELS_PROTOCOL_MEMORY_MODEL_H_

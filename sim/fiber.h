@@ -1,0 +1,43 @@
+// Stackful coroutines for simulated ranks (Boost.Context), with the
+// sanitizer annotations that let ASan and TSan follow stack switches.
+
+#ifndef LOCKSTEP_SIM_FIBER_H_
+#define LOCKSTEP_SIM_FIBER_H_
+
+#include <cstddef>
+#include <functional>
+#include <memory>
+
+namespace lockstep {
+
+// A coroutine that runs `body` on its own stack. Resume() runs it until it
+// calls Suspend() (from inside body) or returns. Not thread-safe; a fiber is
+// resumed by one thread at a time. A fiber that never finishes can be
+// destroyed: its stack is released without unwinding (rank programs hold no
+// resources the simulation does not own).
+class Fiber {
+ public:
+  static constexpr size_t kDefaultStackBytes = 128 * 1024;
+
+  explicit Fiber(std::function<void()> body, size_t stack_bytes = kDefaultStackBytes);
+  ~Fiber();
+  Fiber(const Fiber&) = delete;
+  Fiber& operator=(const Fiber&) = delete;
+
+  // Runs the fiber until it suspends or finishes. Must not be called from
+  // inside a fiber.
+  void Resume();
+  // Returns control to whoever resumed the current fiber. Only from inside.
+  static void Suspend();
+
+  bool finished() const;
+
+  struct Impl;  // defined in fiber.cc
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace lockstep
+
+#endif  // LOCKSTEP_SIM_FIBER_H_

@@ -1,0 +1,49 @@
+// Simulated memory as a sorted list of runs: each run is a range of elements
+// holding one SimValue (or, outside every run, the −0 sentinel). Ranks that
+// agree on layouts write and read whole runs; ranks that disagree split and
+// overlap them, and the reader sees exactly the mixture it would on a GPU.
+
+#ifndef LOCKSTEP_SIM_RUN_LIST_H_
+#define LOCKSTEP_SIM_RUN_LIST_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "sim/value.h"
+
+namespace lockstep {
+
+struct Run {
+  int64_t begin = 0;
+  int64_t end = 0;
+  SimValue value;
+  int64_t src = 0;       // element of `value` stored at `begin`
+  int64_t ready_ns = 0;  // virtual time the write lands
+  int32_t writer = -1;   // global rank that wrote it
+};
+
+class RunList {
+ public:
+  // Stores `run`, overwriting whatever overlapped it.
+  void Write(const Run& run);
+  // Returns [begin, end) to the sentinel.
+  void Clear(int64_t begin, int64_t end);
+  // Whether [begin, end) is entirely covered by runs.
+  bool Covered(int64_t begin, int64_t end) const;
+  // Appends the pieces covering [begin, end) to `out` (gaps are skipped), and
+  // returns the latest ready time among them.
+  int64_t Read(int64_t begin, int64_t end, SimChunk& out) const;
+  // The first element of [begin, end) not covered by a run, or `end`.
+  int64_t FirstGap(int64_t begin, int64_t end) const;
+  void Reset() { runs_.clear(); }
+  const std::vector<Run>& runs() const { return runs_; }
+
+ private:
+  // Index of the first run whose end > pos.
+  size_t FirstEndingAfter(int64_t pos) const;
+  std::vector<Run> runs_;
+};
+
+}  // namespace lockstep
+
+#endif  // LOCKSTEP_SIM_RUN_LIST_H_

@@ -1,0 +1,107 @@
+// The deterministic scheduler: simulated ranks are fibers; exactly one runs at
+// a time; at every yield point the next one is drawn from the seeded
+// generator. A rank that must wait blocks with a reason and is woken by
+// whatever it waits on, so a deadlock is seen the moment no rank can run.
+
+#ifndef LOCKSTEP_SIM_SCHEDULER_H_
+#define LOCKSTEP_SIM_SCHEDULER_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "sim/fiber.h"
+#include "sim/rng.h"
+
+namespace lockstep {
+
+enum class RankStatus : uint8_t { kRunnable, kBlocked, kFinished, kFailed, kDead };
+
+// What a blocked rank waits for. `waitable` explains itself on demand (only
+// when a hang is analysed), so blocking costs a few stores.
+class Waitable {
+ public:
+  virtual ~Waitable() = default;
+  // One line: "fused one-shot poll of workspace moe[0,2] buffer 1 slot 1".
+  virtual std::string DescribeWait(int rank, int64_t detail) const = 0;
+  // The ranks whose action would let `rank` continue.
+  virtual std::vector<int> WaitsOn(int rank, int64_t detail) const = 0;
+};
+
+struct BlockReason {
+  const Waitable* waitable = nullptr;
+  int64_t detail = 0;
+  int64_t since_ns = 0;  // virtual time the wait began
+};
+
+// How the next rank is chosen among the runnable ones.
+class SchedulePolicy {
+ public:
+  virtual ~SchedulePolicy() = default;
+  virtual std::string_view name() const = 0;
+  // Index into `runnable` of the rank to run next.
+  virtual size_t Pick(const std::vector<int>& runnable, Rng& rng) = 0;
+  // Called after each scheduling step; PCT-style policies change priorities here.
+  virtual void OnStep(uint64_t /*step*/, Rng& /*rng*/) {}
+};
+
+// Uniform choice among runnable ranks at every yield point.
+std::unique_ptr<SchedulePolicy> MakeRandomSchedule();
+
+class Scheduler {
+ public:
+  Scheduler(int num_ranks, uint64_t seed, std::unique_ptr<SchedulePolicy> policy);
+
+  // Installs the body of `rank`; every rank needs one before Run().
+  void Spawn(int rank, std::function<void()> body, size_t stack_bytes);
+
+  // Runs until every rank finished, failed or is dead, no rank can run, or
+  // Stop() was called.
+  void Run();
+  void Stop() { stop_ = true; }
+  bool stopped() const { return stop_; }
+
+  // --- Called from inside a rank. ---
+  int current() const { return current_; }
+  // A scheduling point: another rank may run before this one continues.
+  void Yield();
+  // Suspends the current rank until Wake(rank).
+  void Block(const BlockReason& reason);
+  // Marks the current rank finished / failed; it must then return from its body.
+  void MarkFailed(int rank);
+
+  // --- Called by whatever a rank waits on. ---
+  void Wake(int rank);
+  // A rank that will never run again (killed by a fault).
+  void Kill(int rank);
+
+  RankStatus status(int rank) const { return status_[static_cast<size_t>(rank)]; }
+  const BlockReason& reason(int rank) const { return reasons_[static_cast<size_t>(rank)]; }
+  int num_ranks() const { return static_cast<int>(status_.size()); }
+  uint64_t steps() const { return steps_; }
+  Rng& rng() { return rng_; }
+  // Ranks that are blocked, in rank order.
+  std::vector<int> BlockedRanks() const;
+  bool AllDone() const;
+
+ private:
+  void MakeRunnable(int rank);
+  void RemoveRunnable(int rank);
+
+  Rng rng_;
+  std::unique_ptr<SchedulePolicy> policy_;
+  std::vector<std::unique_ptr<Fiber>> fibers_;
+  std::vector<RankStatus> status_;
+  std::vector<BlockReason> reasons_;
+  std::vector<int> runnable_;
+  std::vector<int> runnable_index_;  // position in runnable_, or -1
+  int current_ = -1;
+  uint64_t steps_ = 0;
+  bool stop_ = false;
+};
+
+}  // namespace lockstep
+
+#endif  // LOCKSTEP_SIM_SCHEDULER_H_

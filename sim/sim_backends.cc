@@ -1,0 +1,53 @@
+#include "sim/sim_backends.h"
+
+#include "absl/strings/str_format.h"
+
+namespace lockstep {
+
+absl::Status SimFusedBackend::AllReduce(Tensor& tensor, const DecisionRecord& record) {
+  observer_->OnBackendCall(record);
+  if (*faults_ != nullptr) {
+    if (absl::Status s = (*faults_)->BeforeCall(rank_, BackendKind::kFused, record); !s.ok()) {
+      return s;
+    }
+  }
+  auto* data = static_cast<SimTensor*>(tensor.data);
+  const int member = workspace_->MemberOf(rank_);
+  if (member < 0) {
+    return absl::InternalError(absl::StrFormat("rank %d is not a member of fusion workspace %s",
+                                               rank_, workspace_->name()));
+  }
+  const SimTensor in = *data;
+  data->runs.Reset();
+  workspace_->RunAllReduce(member, record, in, *data, sentinel_);
+  return absl::OkStatus();
+}
+
+absl::Status SimCustomBackend::AllReduce(Tensor& tensor, const DecisionRecord& record) {
+  observer_->OnBackendCall(record);
+  if (*faults_ != nullptr) {
+    if (absl::Status s = (*faults_)->BeforeCall(rank_, BackendKind::kCustom, record); !s.ok()) {
+      return s;
+    }
+  }
+  auto* data = static_cast<SimTensor*>(tensor.data);
+  const SimTensor in = *data;
+  data->runs.Reset();
+  instance_->RunAllReduce(instance_->MemberOf(rank_), record, in, *data);
+  return absl::OkStatus();
+}
+
+absl::Status SimNcclBackend::AllReduce(Tensor& tensor, const DecisionRecord& record) {
+  observer_->OnBackendCall(record);
+  if (*faults_ != nullptr) {
+    if (absl::Status s = (*faults_)->BeforeCall(rank_, BackendKind::kNccl, record); !s.ok()) {
+      return s;
+    }
+  }
+  auto* data = static_cast<SimTensor*>(tensor.data);
+  const SimTensor in = *data;
+  comm_->AllReduce(comm_->MemberOf(rank_), tensor.desc.dtype, in, *data);
+  return absl::OkStatus();
+}
+
+}  // namespace lockstep

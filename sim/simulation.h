@@ -1,0 +1,55 @@
+// Simulate(): one deterministic run of a scenario. N ranks run the real
+// dispatch core as fibers under the seeded scheduler; the simulated backends
+// run the real protocol code; detectors turn what happens into a verdict.
+
+#ifndef LOCKSTEP_SIM_SIMULATION_H_
+#define LOCKSTEP_SIM_SIMULATION_H_
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "dispatch/policy.h"
+#include "nlohmann/json.hpp"
+#include "sim/scenario.h"
+#include "sim/trace.h"
+#include "sim/verdict.h"
+
+namespace lockstep {
+
+class SimRun;
+
+struct SimOptions {
+  uint64_t seed = 1;
+  std::string policy;  // empty: the scenario's dispatch.policy
+  std::string schedule = "random";
+  bool exact_provenance = false;  // name contributors without a rerun (slower)
+  bool keep_trace = true;         // keep events for the trace file
+  bool keep_decisions = true;     // keep decision records (explains hangs)
+  // Called once the run is built, before any rank runs: where faults change
+  // rank-local state, bindings and backends (sim_run.h).
+  std::function<void(SimRun&)> customize;
+};
+
+struct SimResult {
+  Verdict verdict = Verdict::kClean;
+  std::string summary;
+  nlohmann::json details;
+  std::string policy;
+  uint64_t trace_hash = 0;
+  uint64_t rank_calls = 0;  // dispatched all-reduces, all ranks together
+  uint64_t schedule_steps = 0;
+  int64_t virtual_ns = 0;    // latest rank clock
+  bool exact_rerun = false;  // the verdict's details come from an exact-provenance rerun
+  std::vector<TraceEvent> trace_events;
+  std::string wait_for_dot;  // Graphviz DOT of the wait-for graph (hangs only)
+};
+
+absl::StatusOr<SimResult> Simulate(const Scenario& scenario, const SimOptions& options,
+                                   const PolicyRegistry& registry);
+
+}  // namespace lockstep
+
+#endif  // LOCKSTEP_SIM_SIMULATION_H_

@@ -1,0 +1,97 @@
+#include "sim/workspace_memory.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_format.h"
+#include "kernels/protocol/one_shot.h"
+#include "kernels/protocol/two_shot.h"
+
+namespace lockstep {
+
+SimWorkspace::SimWorkspace(SimContext& ctx, std::string name, WorkspaceKind kind,
+                           std::vector<int> peers, GroupId group, WorkspaceCapacity capacity)
+    : ctx_(ctx),
+      name_(std::move(name)),
+      kind_(kind),
+      peers_(std::move(peers)),
+      group_(group),
+      capacity_(capacity),
+      members_(peers_.size()) {}
+
+int SimWorkspace::MemberOf(int rank) const {
+  auto it = std::find(peers_.begin(), peers_.end(), rank);
+  return it == peers_.end() ? -1 : static_cast<int>(it - peers_.begin());
+}
+
+void SimWorkspace::RunAllReduce(int member, const DecisionRecord& d, const SimTensor& in,
+                                SimTensor& out, protocol::SentinelTest sentinel) {
+  LamportMem mem(*this, member, in, out, d.fp32_acc, sentinel);
+  protocol::AllReduceArgs args;
+  args.rank = member;
+  args.world = static_cast<int32_t>(peers_.size());
+  args.elems = in.elems;
+  args.elem = ctx_.elem;
+  args.sentinel = sentinel;
+  args.ftz = ctx_.scenario.workload.ftz;
+  out.elems = in.elems;
+  if (d.algorithm == Algorithm::kTwoShot) {
+    protocol::TwoShotAllReduce(mem, args);
+  } else {
+    protocol::OneShotAllReduce(mem, args);
+  }
+}
+
+std::string SimWorkspace::DescribeWait(int rank, int64_t detail) const {
+  const Member& m = members_[static_cast<size_t>(detail)];
+  const Waiter& w = m.waiter;
+  const int writer = w.writer >= 0 ? peers_[static_cast<size_t>(w.writer)] : -1;
+  return absl::StrFormat(
+      "rank %d polls fused workspace %s buffer %d, elements [%d,%d), for the push of rank %d "
+      "(call %d on this workspace)",
+      rank, name_, w.buffer, w.offset, w.offset + w.len, writer, m.state.calls + 1);
+}
+
+std::vector<int> SimWorkspace::WaitsOn(int, int64_t detail) const {
+  const Waiter& w = members_[static_cast<size_t>(detail)].waiter;
+  if (w.writer < 0) return {};
+  return {peers_[static_cast<size_t>(w.writer)]};
+}
+
+LamportMem::Value LamportMem::LoadInput(int64_t pos, int64_t len) {
+  SimChunk chunk;
+  in_.runs.Read(pos, pos + len, chunk);
+  return chunk;
+}
+
+void LamportMem::Push(int32_t peer, uint32_t buffer, int64_t offset, const Value& v) {
+  const int target = ws_.peers_[static_cast<size_t>(peer)];
+  const int64_t bytes = v.len * protocol::ElemBytes(ctx_.elem);
+  const int64_t ready = ctx_.Clock(rank_) + ctx_.hardware.TransferNs(rank_, target, bytes);
+  SimWorkspace::Member& m = ws_.members_[static_cast<size_t>(peer)];
+  WriteChunk(m.buffers[buffer], offset, v, ready, rank_);
+  SimWorkspace::Waiter& w = m.waiter;
+  if (w.active && w.buffer == buffer && offset < w.offset + w.len && w.offset < offset + v.len) {
+    w.active = false;
+    ctx_.scheduler.Wake(target);
+  }
+}
+
+bool LamportMem::Wait(uint32_t buffer, int64_t offset, int64_t len, int32_t writer, Value* out) {
+  SimWorkspace::Member& m = ws_.members_[static_cast<size_t>(member_)];
+  RunList& runs = m.buffers[buffer];
+  while (true) {
+    if (runs.Covered(offset, offset + len)) {
+      SimChunk chunk;
+      const int64_t ready = runs.Read(offset, offset + len, chunk);
+      if (!ChunkHasSentinel(chunk, sentinel_, ctx_.scenario.workload.ftz)) {
+        ctx_.AdvanceTo(rank_, ready);
+        *out = std::move(chunk);
+        return true;
+      }
+    }
+    m.waiter = SimWorkspace::Waiter{true, buffer, offset, len, writer};
+    ctx_.scheduler.Block(BlockReason{&ws_, member_, ctx_.Clock(rank_)});
+  }
+}
+
+}  // namespace lockstep
