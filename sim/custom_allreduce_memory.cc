@@ -86,7 +86,8 @@ bool CustomMem::LoadStaged(int32_t peer, int64_t pos, int64_t len, Value* out) {
   const int source = ar_.peers_[static_cast<size_t>(peer)];
   const int64_t bytes = len * protocol::ElemBytes(ctx_.elem);
   out->pieces.clear();
-  const int64_t ready = ar_.members_[static_cast<size_t>(peer)].staged.Read(pos, pos + len, *out);
+  int64_t ready = 0;
+  ar_.members_[static_cast<size_t>(peer)].staged.Read(pos, pos + len, *out, &ready);
   ctx_.AdvanceTo(rank_, ready + ctx_.hardware.TransferNs(source, rank_, bytes));
   return true;
 }

@@ -82,7 +82,8 @@ void AccumulatorAdd(SimContext& ctx, Accumulator& acc, const SimChunk& chunk) {
     acc.sum.key_sum += v.key_sum;
     acc.sum.count += v.count;
     if (ctx.exact) acc.sum.exact = ctx.sets.Merge(acc.sum.exact, v.exact);
-    acc.sum.bits = StableHasher(acc.sum.bits).Add(v.bits).Add(acc.fp32).digest();
+    acc.sum.bits =
+        StableHasher::Mix(acc.sum.bits * 0x9e3779b97f4a7c15ull + v.bits + (acc.fp32 ? 1u : 0u));
     if ((v.flags & kShifted) != 0 || p.src != acc.src + offset) acc.sum.flags |= kShifted;
     if (ctx.numeric_mode && v.numeric != 0) {
       const std::vector<uint32_t>& bits = ctx.numeric.Get(v.numeric);
@@ -168,7 +169,7 @@ std::string RankRanges(std::span<const int> ranks) {
 uint64_t ReductionChecker::OutputDigest(const SimContext& ctx, const SimTensor& tensor) const {
   StableHasher h;
   for (const Run& r : tensor.runs.runs()) {
-    h.Add(static_cast<uint64_t>(r.begin)).Add(static_cast<uint64_t>(r.end)).Add(r.value.bits);
+    h.Add(r.value.bits ^ (static_cast<uint64_t>(r.begin) << 32) ^ static_cast<uint64_t>(r.end));
     if (ctx.numeric_mode && r.value.numeric != 0) {
       const std::vector<uint32_t>& bits = ctx.numeric.Get(r.value.numeric);
       for (int64_t k = 0; k < r.end - r.begin; ++k) {
@@ -222,17 +223,22 @@ std::string ContributorSummary(const nlohmann::json& c) {
 }  // namespace
 
 bool ReductionChecker::Check(SimContext& ctx, const ReductionCheck& c, const SimTensor& tensor) {
-  uint64_t expected_sum = 0;
-  for (int r : c.expected) expected_sum += ContributionKey(r, c.instance);
+  // Every member of the group checks the same (instance, group): the expected
+  // fingerprint is computed once, by the first, and dropped after the last.
+  auto [entry, fresh] = agreements_.try_emplace(std::make_pair(c.instance, c.group_key));
+  Agreement& agreement = entry->second;
+  if (fresh) {
+    for (int r : c.expected) agreement.expected_sum += ContributionKey(r, c.instance);
+  }
+  const uint64_t expected_sum = agreement.expected_sum;
   const auto expected_count = static_cast<uint32_t>(c.expected.size());
-  const std::string expected_text = RankRanges(c.expected);
 
   if (!tensor.runs.Covered(0, c.elems)) {
     ctx.Report(Finding{Verdict::kMismatch,
                        absl::StrFormat("rank %d %s: output has elements no reduction wrote "
                                        "(first at %d)",
-                                       c.rank, c.site, tensor.runs.FirstGap(0, c.elems)),
-                       {{"site", c.site}, {"rank", c.rank}},
+                                       c.rank, c.site.ToString(), tensor.runs.FirstGap(0, c.elems)),
+                       {{"site", c.site.ToString()}, {"rank", c.rank}},
                        c.rank,
                        ctx.Clock(c.rank)});
     return false;
@@ -245,14 +251,14 @@ bool ReductionChecker::Check(SimContext& ctx, const ReductionCheck& c, const Sim
           Verdict::kMismatch,
           absl::StrFormat("rank %d %s: elements [%d,%d) hold data written for other offsets: "
                           "ranks disagreed on the message layout",
-                          c.rank, c.site, run.begin, run.end),
-          {{"site", c.site}, {"rank", c.rank}, {"elements", {run.begin, run.end}}},
+                          c.rank, c.site.ToString(), run.begin, run.end),
+          {{"site", c.site.ToString()}, {"rank", c.rank}, {"elements", {run.begin, run.end}}},
           c.rank,
           ctx.Clock(c.rank)});
       return false;
     }
     if (v.key_sum != expected_sum || v.count != expected_count) {
-      nlohmann::json details = {{"site", c.site},
+      nlohmann::json details = {{"site", c.site.ToString()},
                                 {"rank", c.rank},
                                 {"instance", c.instance},
                                 {"expected", c.expected},
@@ -264,12 +270,12 @@ bool ReductionChecker::Check(SimContext& ctx, const ReductionCheck& c, const Sim
       } else {
         ctx.needs_exact_rerun = true;
       }
-      ctx.Report(Finding{
-          Verdict::kWrongPeer,
-          absl::StrFormat("rank %d %s: reduced %d contributions, expected ranks %s "
-                          "once each%s%s",
-                          c.rank, c.site, v.count, expected_text, who.empty() ? "" : ": ", who),
-          details, c.rank, ctx.Clock(c.rank)});
+      ctx.Report(Finding{Verdict::kWrongPeer,
+                         absl::StrFormat("rank %d %s: reduced %d contributions, expected ranks %s "
+                                         "once each%s%s",
+                                         c.rank, c.site.ToString(), v.count, RankRanges(c.expected),
+                                         who.empty() ? "" : ": ", who),
+                         details, c.rank, ctx.Clock(c.rank)});
       return false;
     }
   }
@@ -302,8 +308,8 @@ bool ReductionChecker::Check(SimContext& ctx, const ReductionCheck& c, const Sim
           ctx.Report(Finding{Verdict::kDivergence,
                              absl::StrFormat("rank %d %s: element %d = %.8g, reference %.8g "
                                              "(tolerance %.3g)",
-                                             c.rank, c.site, e, got, want, tol),
-                             {{"site", c.site},
+                                             c.rank, c.site.ToString(), e, got, want, tol),
+                             {{"site", c.site.ToString()},
                               {"rank", c.rank},
                               {"element", e},
                               {"got", got},
@@ -317,19 +323,21 @@ bool ReductionChecker::Check(SimContext& ctx, const ReductionCheck& c, const Sim
   }
 
   const uint64_t digest = OutputDigest(ctx, tensor);
-  auto key = std::make_pair(c.instance, c.group_key);
-  auto [it, inserted] = agreements_.try_emplace(key, Agreement{digest, c.rank, 0});
-  if (!inserted && it->second.digest != digest) {
-    ctx.Report(Finding{Verdict::kDivergence,
-                       absl::StrFormat("rank %d %s: result differs bitwise from rank %d's, though "
-                                       "both reduced ranks %s",
-                                       c.rank, c.site, it->second.rank, expected_text),
-                       {{"site", c.site}, {"rank", c.rank}, {"other_rank", it->second.rank}},
-                       c.rank,
-                       ctx.Clock(c.rank)});
+  if (agreement.rank < 0) {
+    agreement.digest = digest;
+    agreement.rank = c.rank;
+  } else if (agreement.digest != digest) {
+    ctx.Report(
+        Finding{Verdict::kDivergence,
+                absl::StrFormat("rank %d %s: result differs bitwise from rank %d's, though "
+                                "both reduced ranks %s",
+                                c.rank, c.site.ToString(), agreement.rank, RankRanges(c.expected)),
+                {{"site", c.site.ToString()}, {"rank", c.rank}, {"other_rank", agreement.rank}},
+                c.rank,
+                ctx.Clock(c.rank)});
     return false;
   }
-  if (++it->second.checked == c.expected.size()) agreements_.erase(it);
+  if (++agreement.checked == c.expected.size()) agreements_.erase(entry);
   return true;
 }
 

@@ -14,6 +14,7 @@
 #include "kernels/protocol/lamport.h"
 #include "sim/context.h"
 #include "sim/run_list.h"
+#include "sim/site.h"
 
 namespace lockstep {
 
@@ -61,7 +62,7 @@ void WriteChunk(RunList& runs, int64_t pos, const SimChunk& chunk, int64_t ready
 // mismatch or divergence) and returns false otherwise.
 struct ReductionCheck {
   int rank;
-  std::string site;
+  SiteRef site;
   uint64_t instance;
   std::span<const int> expected;
   uint64_t group_key;  // identifies the members that must agree bitwise
@@ -73,9 +74,10 @@ class ReductionChecker {
 
  private:
   struct Agreement {
-    uint64_t digest;
-    int rank;
-    size_t checked;
+    uint64_t expected_sum;  // sum of the expected contribution keys
+    uint64_t digest = 0;    // the first member's output digest
+    int rank = -1;          // that member
+    size_t checked = 0;
   };
   // (instance, group_key) -> the first member's output digest; erased once
   // every expected member has checked in.

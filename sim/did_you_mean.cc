@@ -28,7 +28,10 @@ std::string ClosestMatch(std::string_view word, std::span<const std::string_view
   int best_distance = limit + 1;
   for (std::string_view c : candidates) {
     const int d = EditDistance(word, c);
-    if (d < best_distance) {
+    // On a tie, a candidate that starts like the word is the likelier typo.
+    const bool better_tie = d == best_distance && !best.empty() && !word.empty() &&
+                            c.front() == word.front() && best.front() != word.front();
+    if (d < best_distance || better_tie) {
       best = c;
       best_distance = d;
     }

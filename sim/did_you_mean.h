@@ -14,7 +14,8 @@ int EditDistance(std::string_view a, std::string_view b);
 
 // The candidate closest to `word` when it is close enough to be a plausible
 // typo (distance at most a third of the word's length, and at least 1), else
-// empty. Ties go to the earlier candidate.
+// empty. Ties go to a candidate with the word's first letter, then to the
+// earlier one.
 std::string ClosestMatch(std::string_view word, std::span<const std::string_view> candidates);
 
 // "; did you mean 'x'?" or "" when nothing is close.

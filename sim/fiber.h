@@ -17,7 +17,21 @@ namespace lockstep {
 // resources the simulation does not own).
 class Fiber {
  public:
-  static constexpr size_t kDefaultStackBytes = 128 * 1024;
+  // Rank programs are shallow (the deepest path, a failure report, fits in
+  // 16 KiB without sanitizers); 64 KiB leaves room, and sanitizers, whose
+  // frames are several times larger, get 512 KiB. At 4096 ranks the stacks
+  // are the simulator's largest allocation.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  static constexpr size_t kDefaultStackBytes = 512 * 1024;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+  static constexpr size_t kDefaultStackBytes = 512 * 1024;
+#else
+  static constexpr size_t kDefaultStackBytes = 64 * 1024;
+#endif
+#else
+  static constexpr size_t kDefaultStackBytes = 64 * 1024;
+#endif
 
   explicit Fiber(std::function<void()> body, size_t stack_bytes = kDefaultStackBytes);
   ~Fiber();

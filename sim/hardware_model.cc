@@ -43,8 +43,8 @@ int64_t HardwareModel::TransferNs(int a, int b, int64_t bytes) const {
   const HopClass hop = Hop(a, b);
   if (hop == HopClass::kSelf) return 0;
   const HopSpec& s = Spec(hop);
-  return static_cast<int64_t>(
-      std::llround(s.latency_us * 1e3 + static_cast<double>(bytes) / s.bandwidth_gbps));
+  return static_cast<int64_t>(s.latency_us * 1e3 + static_cast<double>(bytes) / s.bandwidth_gbps +
+                              0.5);
 }
 
 HopClass HardwareModel::WorstHop(std::span<const int> ranks) const {
@@ -77,13 +77,13 @@ bool HardwareModel::FusedKernelReachable(std::span<const int> ranks) const {
   return ranks.size() <= 2 && SameNode(ranks);
 }
 
-int64_t HardwareModel::RingAllReduceNs(std::span<const int> ranks, int64_t bytes) const {
-  const auto n = static_cast<double>(ranks.size());
-  if (ranks.size() <= 1) return 0;
-  const HopSpec& s = Spec(WorstHop(ranks));
+int64_t HardwareModel::RingAllReduceNs(size_t ranks, HopClass worst, int64_t bytes) const {
+  const auto n = static_cast<double>(ranks);
+  if (ranks <= 1) return 0;
+  const HopSpec& s = Spec(worst);
   const double ns = 2.0 * (n - 1.0) * s.latency_us * 1e3 +
                     2.0 * (n - 1.0) / n * static_cast<double>(bytes) / s.bandwidth_gbps;
-  return static_cast<int64_t>(std::llround(ns));
+  return static_cast<int64_t>(ns + 0.5);
 }
 
 int64_t HardwareModel::LayerComputeNs(const ModelSpec& model, int64_t tokens, int tp) const {
@@ -94,7 +94,7 @@ int64_t HardwareModel::LayerComputeNs(const ModelSpec& model, int64_t tokens, in
   // Half the peak: a fair figure for decode-sized matmuls.
   const double seconds = gflops_per_token * static_cast<double>(tokens) /
                          static_cast<double>(std::max(tp, 1)) / (spec_.tflops * 1e3 * 0.5);
-  return 2000 + static_cast<int64_t>(std::llround(seconds * 1e9));
+  return 2000 + static_cast<int64_t>(seconds * 1e9 + 0.5);
 }
 
 }  // namespace lockstep

@@ -40,7 +40,10 @@ class HardwareModel {
   bool FusedKernelReachable(std::span<const int> ranks) const;
   // Ring all-reduce time for `bytes` per rank over `ranks` (NCCL's model:
   // 2 (n - 1) latency + 2 (n - 1) / n bytes / bandwidth of the worst hop).
-  int64_t RingAllReduceNs(std::span<const int> ranks, int64_t bytes) const;
+  int64_t RingAllReduceNs(std::span<const int> ranks, int64_t bytes) const {
+    return RingAllReduceNs(ranks.size(), WorstHop(ranks), bytes);
+  }
+  int64_t RingAllReduceNs(size_t ranks, HopClass worst, int64_t bytes) const;
   // Compute time of one layer's matmuls for `tokens` tokens on one rank of a
   // `tp`-way group.
   int64_t LayerComputeNs(const ModelSpec& model, int64_t tokens, int tp) const;

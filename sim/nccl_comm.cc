@@ -15,6 +15,7 @@ SimComm::SimComm(SimContext& ctx, std::string name, std::vector<int> ranks)
     : ctx_(ctx),
       name_(std::move(name)),
       ranks_(std::move(ranks)),
+      worst_hop_(ctx_.hardware.WorstHop(ranks_)),
       posts_(ranks_.size()),
       next_seq_(ranks_.size(), 0),
       gathered_for_(ranks_.size()) {}
@@ -65,13 +66,14 @@ void SimComm::Complete() {
   int64_t start = 0;
   for (const Post& p : posts_) start = std::max(start, p.arrival_ns);
   const int64_t bytes = first.count * DTypeSize(first.dtype);
-  const int64_t done = start + ctx_.hardware.RingAllReduceNs(ranks_, bytes);
+  const int64_t done = start + ctx_.hardware.RingAllReduceNs(ranks_.size(), worst_hop_, bytes);
 
   if (first.op == CollectiveOp::kAllReduce) {
     Accumulator acc;
     // NCCL adds in the element type, in one fixed order for every member.
+    SimChunk chunk;
     for (const Post& p : posts_) {
-      SimChunk chunk;
+      chunk.pieces.clear();
       p.in->runs.Read(0, first.count, chunk);
       AccumulatorAdd(ctx_, acc, chunk);
     }

@@ -62,6 +62,7 @@ class SimComm : public Waitable {
   SimContext& ctx_;
   std::string name_;
   std::vector<int> ranks_;
+  HopClass worst_hop_;
   std::vector<Post> posts_;
   std::vector<uint64_t> next_seq_;  // per member
   uint64_t pending_seq_ = 0;

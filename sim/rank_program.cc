@@ -29,10 +29,12 @@ class RankProgram {
     const int base = stage_ * w_.tp;
     const int span = w_.moe_ep * w_.moe_tp;
     const int d = (rank - base) / span;
-    for (int k = 0; k < span; ++k) moe_group_.push_back(base + d * span + k);
+    for (int k = 0; k < span; ++k) moe_group_.ranks.push_back(base + d * span + k);
     const GroupId attn = ctx_.layout.GroupOf(GroupRole::kAttnTp, rank);
-    attn_group_.assign(ctx_.layout.Peers(attn).begin(), ctx_.layout.Peers(attn).end());
-    std::sort(attn_group_.begin(), attn_group_.end());
+    attn_group_.ranks.assign(ctx_.layout.Peers(attn).begin(), ctx_.layout.Peers(attn).end());
+    std::sort(attn_group_.ranks.begin(), attn_group_.ranks.end());
+    attn_group_.Seal();
+    moe_group_.Seal();
     attn_dp_index_ = (rank - base) / w_.attn_tp;
   }
 
@@ -112,12 +114,22 @@ class RankProgram {
     return !ctx_.stopped();
   }
 
-  bool Check(const SiteRef& site, uint64_t instance, const std::vector<int>& expected,
+  // A set of ranks a reduction must cover, and the key that identifies it.
+  struct Expected {
+    std::vector<int> ranks;
+    uint64_t key = 0;
+    void Seal() {
+      StableHasher h;
+      for (int r : ranks) h.Add(static_cast<uint64_t>(r));
+      key = h.digest();
+    }
+  };
+
+  bool Check(const SiteRef& site, uint64_t instance, const Expected& expected,
              const SimTensor& data) {
-    uint64_t key = 0x5bd1e995u;
-    for (int r : expected) key = StableHasher(key).Add(static_cast<uint64_t>(r)).digest();
     return run_.checker.Check(
-        ctx_, ReductionCheck{rank_, site.ToString(), instance, expected, key, data.elems}, data);
+        ctx_, ReductionCheck{rank_, site, instance, expected.ranks, expected.key, data.elems},
+        data);
   }
 
   SimTensor Input(uint64_t instance, int64_t elems) {
@@ -125,8 +137,8 @@ class RankProgram {
   }
 
   // A site whose reduction over `role` must cover exactly `expected`.
-  bool Site(const SiteRef& site, GroupRole role, const TensorDesc& desc,
-            const std::vector<int>& expected, FusionPattern pattern = FusionPattern::kAllReduce) {
+  bool Site(const SiteRef& site, GroupRole role, const TensorDesc& desc, const Expected& expected,
+            FusionPattern pattern = FusionPattern::kAllReduce) {
     SimTensor data = Input(site.Instance(), desc.numel());
     if (!Reduce(site, role, desc, data, pattern)) return false;
     return Check(site, site.Instance(), expected, data);
@@ -275,8 +287,8 @@ class RankProgram {
   int first_layer_ = 0;
   int end_layer_ = 0;
   int attn_dp_index_ = 0;
-  std::vector<int> moe_group_;
-  std::vector<int> attn_group_;
+  Expected moe_group_;
+  Expected attn_group_;
 };
 
 }  // namespace

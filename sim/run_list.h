@@ -7,8 +7,8 @@
 #define LOCKSTEP_SIM_RUN_LIST_H_
 
 #include <cstdint>
-#include <vector>
 
+#include "absl/container/inlined_vector.h"
 #include "sim/value.h"
 
 namespace lockstep {
@@ -24,24 +24,27 @@ struct Run {
 
 class RunList {
  public:
+  using Runs = absl::InlinedVector<Run, 1>;
+
   // Stores `run`, overwriting whatever overlapped it.
   void Write(const Run& run);
   // Returns [begin, end) to the sentinel.
   void Clear(int64_t begin, int64_t end);
   // Whether [begin, end) is entirely covered by runs.
-  bool Covered(int64_t begin, int64_t end) const;
-  // Appends the pieces covering [begin, end) to `out` (gaps are skipped), and
-  // returns the latest ready time among them.
-  int64_t Read(int64_t begin, int64_t end, SimChunk& out) const;
+  bool Covered(int64_t begin, int64_t end) const { return FirstGap(begin, end) == end; }
+  // Appends the pieces covering [begin, end) to `out` (gaps are skipped) and
+  // returns whether they cover it entirely; `*ready_ns` gets the latest
+  // ready time among them.
+  bool Read(int64_t begin, int64_t end, SimChunk& out, int64_t* ready_ns = nullptr) const;
   // The first element of [begin, end) not covered by a run, or `end`.
   int64_t FirstGap(int64_t begin, int64_t end) const;
   void Reset() { runs_.clear(); }
-  const std::vector<Run>& runs() const { return runs_; }
+  const Runs& runs() const { return runs_; }
 
  private:
   // Index of the first run whose end > pos.
   size_t FirstEndingAfter(int64_t pos) const;
-  std::vector<Run> runs_;
+  Runs runs_;
 };
 
 }  // namespace lockstep

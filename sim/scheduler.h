@@ -61,6 +61,9 @@ class Scheduler {
   // Stop() was called.
   void Run();
   void Stop() { stop_ = true; }
+  // Called when Run() finds no runnable rank while some are blocked (a
+  // deadlock): the hang-report latency benchmark timestamps it.
+  void set_on_idle(std::function<void()> f) { on_idle_ = std::move(f); }
   bool stopped() const { return stop_; }
 
   // --- Called from inside a rank. ---
@@ -100,6 +103,7 @@ class Scheduler {
   int current_ = -1;
   uint64_t steps_ = 0;
   bool stop_ = false;
+  std::function<void()> on_idle_;
 };
 
 }  // namespace lockstep

@@ -1,5 +1,7 @@
 #include "sim/sim_backends.h"
 
+#include <utility>
+
 #include "absl/strings/str_format.h"
 
 namespace lockstep {
@@ -17,8 +19,8 @@ absl::Status SimFusedBackend::AllReduce(Tensor& tensor, const DecisionRecord& re
     return absl::InternalError(absl::StrFormat("rank %d is not a member of fusion workspace %s",
                                                rank_, workspace_->name()));
   }
-  const SimTensor in = *data;
-  data->runs.Reset();
+  // The protocol reads `in` and writes the tensor afresh.
+  const SimTensor in = std::exchange(*data, SimTensor{});
   workspace_->RunAllReduce(member, record, in, *data, sentinel_);
   return absl::OkStatus();
 }
@@ -31,8 +33,8 @@ absl::Status SimCustomBackend::AllReduce(Tensor& tensor, const DecisionRecord& r
     }
   }
   auto* data = static_cast<SimTensor*>(tensor.data);
-  const SimTensor in = *data;
-  data->runs.Reset();
+  // The protocol reads `in` and writes the tensor afresh.
+  const SimTensor in = std::exchange(*data, SimTensor{});
   instance_->RunAllReduce(instance_->MemberOf(rank_), record, in, *data);
   return absl::OkStatus();
 }
@@ -45,7 +47,7 @@ absl::Status SimNcclBackend::AllReduce(Tensor& tensor, const DecisionRecord& rec
     }
   }
   auto* data = static_cast<SimTensor*>(tensor.data);
-  const SimTensor in = *data;
+  const SimTensor in = std::exchange(*data, SimTensor{});
   comm_->AllReduce(comm_->MemberOf(rank_), tensor.desc.dtype, in, *data);
   return absl::OkStatus();
 }

@@ -36,7 +36,7 @@ class Trace {
   explicit Trace(bool keep_events) : keep_(keep_events) {}
 
   void Add(const TraceEvent& event);
-  uint64_t hash() const { return hasher_.digest(); }
+  uint64_t hash() const { return StableHasher::Mix(hash_ ^ count_); }
   size_t size() const { return count_; }
   const std::vector<TraceEvent>& events() const { return events_; }
 
@@ -51,7 +51,7 @@ class Trace {
  private:
   bool keep_;
   size_t count_ = 0;
-  StableHasher hasher_;
+  uint64_t hash_ = 0xcbf29ce484222325ull;
   std::vector<TraceEvent> events_;
 };
 

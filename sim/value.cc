@@ -7,11 +7,11 @@
 namespace lockstep {
 
 uint64_t ContributionKey(int rank, uint64_t instance) {
-  return StableHasher(0x1f2e3d4c5b6a7988ull)
-             .Add(static_cast<uint64_t>(rank))
-             .Add(instance)
-             .digest() |
-         1u;
+  constexpr uint64_t kInstanceMul = 0x9e3779b97f4a7c15u;
+  constexpr uint64_t kRankMul = 0xc2b2ae3d27d4eb4fu;
+  return StableHasher::Mix(instance * kInstanceMul +
+                           static_cast<uint64_t>(static_cast<uint32_t>(rank)) * kRankMul) |
+         uint64_t{1};
 }
 
 ContributorSets::ContributorSets() { sets_.emplace_back(); }

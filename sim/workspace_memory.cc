@@ -16,7 +16,11 @@ SimWorkspace::SimWorkspace(SimContext& ctx, std::string name, WorkspaceKind kind
       peers_(std::move(peers)),
       group_(group),
       capacity_(capacity),
-      members_(peers_.size()) {}
+      members_(peers_.size()) {
+  for (int from : peers_) {
+    for (int to : peers_) hop_.push_back(&ctx.hardware.Spec(ctx.hardware.Hop(from, to)));
+  }
+}
 
 int SimWorkspace::MemberOf(int rank) const {
   auto it = std::find(peers_.begin(), peers_.end(), rank);
@@ -66,9 +70,19 @@ LamportMem::Value LamportMem::LoadInput(int64_t pos, int64_t len) {
 void LamportMem::Push(int32_t peer, uint32_t buffer, int64_t offset, const Value& v) {
   const int target = ws_.peers_[static_cast<size_t>(peer)];
   const int64_t bytes = v.len * protocol::ElemBytes(ctx_.elem);
-  const int64_t ready = ctx_.Clock(rank_) + ctx_.hardware.TransferNs(rank_, target, bytes);
+  int64_t ready = ctx_.Clock(rank_);
+  if (target != rank_) {
+    const HopSpec& hop =
+        *ws_.hop_[static_cast<size_t>(member_) * ws_.peers_.size() + static_cast<size_t>(peer)];
+    ready += static_cast<int64_t>(hop.latency_us * 1e3 +
+                                  static_cast<double>(bytes) / hop.bandwidth_gbps + 0.5);
+  }
   SimWorkspace::Member& m = ws_.members_[static_cast<size_t>(peer)];
-  WriteChunk(m.buffers[buffer], offset, v, ready, rank_);
+  int64_t at = offset;
+  for (const Piece& p : v.pieces) {
+    m.buffers[buffer].Write(Run{at, at + p.len, p.value, p.src, ready, rank_});
+    at += p.len;
+  }
   SimWorkspace::Waiter& w = m.waiter;
   if (w.active && w.buffer == buffer && offset < w.offset + w.len && w.offset < offset + v.len) {
     w.active = false;
@@ -78,16 +92,14 @@ void LamportMem::Push(int32_t peer, uint32_t buffer, int64_t offset, const Value
 
 bool LamportMem::Wait(uint32_t buffer, int64_t offset, int64_t len, int32_t writer, Value* out) {
   SimWorkspace::Member& m = ws_.members_[static_cast<size_t>(member_)];
-  RunList& runs = m.buffers[buffer];
+  LamportBuffer& runs = m.buffers[buffer];
   while (true) {
-    if (runs.Covered(offset, offset + len)) {
-      SimChunk chunk;
-      const int64_t ready = runs.Read(offset, offset + len, chunk);
-      if (!ChunkHasSentinel(chunk, sentinel_, ctx_.scenario.workload.ftz)) {
-        ctx_.AdvanceTo(rank_, ready);
-        *out = std::move(chunk);
-        return true;
-      }
+    out->pieces.clear();
+    int64_t ready = 0;
+    if (runs.Read(offset, offset + len, *out, &ready) &&
+        !ChunkHasSentinel(*out, sentinel_, ctx_.scenario.workload.ftz)) {
+      ctx_.AdvanceTo(rank_, ready);
+      return true;
     }
     m.waiter = SimWorkspace::Waiter{true, buffer, offset, len, writer};
     ctx_.scheduler.Block(BlockReason{&ws_, member_, ctx_.Clock(rank_)});

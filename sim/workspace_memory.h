@@ -15,6 +15,7 @@
 #include "kernels/protocol/lamport.h"
 #include "sim/context.h"
 #include "sim/data.h"
+#include "sim/lamport_buffer.h"
 #include "sim/run_list.h"
 
 namespace lockstep {
@@ -44,7 +45,7 @@ class SimWorkspace : public Waitable {
 
   // For faults: a member's control block and buffers.
   protocol::LamportState& State(int member) { return members_[static_cast<size_t>(member)].state; }
-  RunList& Buffer(int member, uint32_t buffer) {
+  LamportBuffer& Buffer(int member, uint32_t buffer) {
     return members_[static_cast<size_t>(member)].buffers[buffer];
   }
 
@@ -61,7 +62,7 @@ class SimWorkspace : public Waitable {
     int32_t writer = -1;  // index in peers_
   };
   struct Member {
-    std::array<RunList, protocol::kLamportBuffers> buffers;
+    std::array<LamportBuffer, protocol::kLamportBuffers> buffers;
     protocol::LamportState state;
     Waiter waiter;
   };
@@ -73,6 +74,8 @@ class SimWorkspace : public Waitable {
   GroupId group_;
   WorkspaceCapacity capacity_;
   std::vector<Member> members_;
+  // hop_[from * peers + to]: the link a push from member `from` to `to` takes.
+  std::vector<const HopSpec*> hop_;
 };
 
 // The memory policy of kernels/protocol/memory_model.h over a SimWorkspace:

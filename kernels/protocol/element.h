@@ -76,11 +76,12 @@ LS_HD LS_INLINE uint32_t FloatToHalfBits(float f) {
   if (abs >= 0x477ff000u) return sign | 0x7c00u;  // rounds to infinity
   if (abs < 0x38800000u) {                        // half subnormal or zero
     if (abs < 0x33000000u) return sign;           // below half of the smallest subnormal
-    const uint32_t shift = 126u - (abs >> 23);
+    // value = mantissa * 2^(e - 150) = half * 2^-24, so half = mantissa >> (126 - e).
+    const uint32_t shift = 126u - (abs >> 23);  // 14..24
     const uint32_t mantissa = (abs & 0x7fffffu) | 0x800000u;
-    uint32_t half = mantissa >> (shift + 1);
-    const uint32_t rest = mantissa & ((1u << (shift + 1)) - 1u);
-    const uint32_t halfway = 1u << shift;
+    uint32_t half = mantissa >> shift;
+    const uint32_t rest = mantissa & ((1u << shift) - 1u);
+    const uint32_t halfway = 1u << (shift - 1);
     if (rest > halfway || (rest == halfway && (half & 1u))) ++half;
     return sign | half;
   }

@@ -1,0 +1,147 @@
+#include "sim/scenario_yaml.h"
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/sim/sim_test_util.h"
+
+namespace lockstep {
+namespace {
+
+using ::lockstep::testing::TopologiesDir;
+using ::testing::HasSubstr;
+
+absl::Status ParseError(const std::string& yaml) {
+  return ParseScenario(yaml, "bad.yaml", TopologiesDir()).status();
+}
+
+const char* kValid = R"(version: 1
+name: ok
+hardware: h200x8
+parallel: {tp: 4, ep: 2}
+model: qwen3-30b-a3b
+dispatch: {max_tokens: 256, dtype: fp16, policy: reference}
+workload: {steps: 2, tokens: [1, 8], data: numeric}
+faults:
+  - {kind: kernel_launch_failure, ranks: [1], at_call: 3}
+timeouts: {kernel_wait_ms: 5}
+expect: fail_stop
+)";
+
+TEST(ScenarioYamlTest, ParsesEveryKeyAndResolvesCatalogueNames) {
+  absl::StatusOr<Scenario> s = ParseScenario(kValid, "ok.yaml", TopologiesDir());
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(s->hardware.gpus_per_node, 8);
+  EXPECT_EQ(s->model.hidden, 2048);
+  EXPECT_EQ(s->parallel.ep, 2);
+  EXPECT_EQ(s->dispatch.dtype, DType::kFp16);
+  EXPECT_EQ(s->workload.tokens, (std::vector<int64_t>{1, 8}));
+  EXPECT_EQ(s->workload.data, DataMode::kNumeric);
+  ASSERT_EQ(s->faults.size(), 1u);
+  EXPECT_EQ(s->faults[0].kind, "kernel_launch_failure");
+  EXPECT_EQ(s->faults[0].at_call, 3);
+  EXPECT_EQ(s->faults[0].line, 9);
+  EXPECT_EQ(s->timeouts.kernel_wait_ms, 5);
+  EXPECT_EQ(s->expect, Verdict::kFailStop);
+}
+
+TEST(ScenarioYamlTest, WritingAndReadingBackGivesTheSameScenario) {
+  absl::StatusOr<Scenario> s = ParseScenario(kValid, "ok.yaml", TopologiesDir());
+  ASSERT_TRUE(s.ok());
+  const std::string yaml = ScenarioToYaml(*s);
+  absl::StatusOr<Scenario> back = ParseScenario(yaml, "back.yaml", "");
+  ASSERT_TRUE(back.ok()) << back.status() << "\n" << yaml;
+  EXPECT_EQ(ScenarioToYaml(*back), yaml);
+  EXPECT_EQ(back->parallel, s->parallel);
+  EXPECT_EQ(back->model.hidden, s->model.hidden);
+  EXPECT_EQ(back->hardware.intra_node.bandwidth_gbps, s->hardware.intra_node.bandwidth_gbps);
+}
+
+TEST(ScenarioYamlTest, UnknownKeyNamesFileLineKeyAndTheClosestKnownKey) {
+  const absl::Status s =
+      ParseError("name: x\nhardware: h200x8\nparallel: {tp: 2, epp: 2}\nmodel: llama-3-70b\n");
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("bad.yaml:3: parallel.epp: unknown key; did you mean 'ep'?"));
+}
+
+TEST(ScenarioYamlTest, MalformedYamlNamesTheLine) {
+  EXPECT_THAT(ParseError("name: x\nparallel: {tp: 2\nmodel: m\n").message(),
+              HasSubstr("bad.yaml:3: malformed YAML"));
+}
+
+TEST(ScenarioYamlTest, WrongTypesAreRejected) {
+  EXPECT_THAT(
+      ParseError("name: x\nhardware: h200x8\nparallel: {tp: four}\nmodel: llama-3-70b\n").message(),
+      HasSubstr("bad.yaml:3: parallel.tp: expected an integer, got 'four'"));
+  EXPECT_THAT(ParseError("name: x\nhardware: h200x8\nparallel: {tp: 2}\nmodel: llama-3-70b\n"
+                         "workload: {ftz: maybe}\n")
+                  .message(),
+              HasSubstr("workload.ftz: expected true or false"));
+}
+
+TEST(ScenarioYamlTest, ImpossibleLayoutsCarryTheRule) {
+  EXPECT_THAT(
+      ParseError("name: x\nhardware: h200x8\nparallel: {tp: 6, ep: 4}\nmodel: llama-3-70b\n")
+          .message(),
+      HasSubstr("bad.yaml:3: parallel: tp=6 is not divisible by ep*moe_dp"));
+}
+
+TEST(ScenarioYamlTest, WorldsBeyondTheHardwareAreRejected) {
+  EXPECT_THAT(
+      ParseError("name: x\nhardware: h200x8\nparallel: {tp: 8, pp: 2}\nmodel: llama-3-70b\n")
+          .message(),
+      HasSubstr("the layout needs 16 GPUs but hardware 'h200x8' has 8"));
+}
+
+TEST(ScenarioYamlTest, ZeroAndHugeTokenCountsAreRejected) {
+  const std::string head = "name: x\nhardware: h200x8\nparallel: {tp: 2}\nmodel: llama-3-70b\n";
+  EXPECT_THAT(ParseError(head + "workload: {tokens: [1, 0]}\n").message(),
+              HasSubstr("workload.tokens: token count 0 is out of range"));
+  EXPECT_THAT(ParseError(head + "workload: {tokens: 999999999999}\n").message(),
+              HasSubstr("out of range"));
+}
+
+TEST(ScenarioYamlTest, UnknownCatalogueNamesListTheCatalogue) {
+  const absl::Status s =
+      ParseError("name: x\nhardware: h200x9\nparallel: {tp: 2}\nmodel: llama-3-70b\n");
+  EXPECT_THAT(s.message(),
+              HasSubstr("bad.yaml:2: hardware: unknown hardware 'h200x9'; did you mean"));
+  EXPECT_THAT(s.message(), HasSubstr("gb200-nvl72"));
+}
+
+TEST(ScenarioYamlTest, FaultTargetsOutsideTheWorldAreRejected) {
+  EXPECT_THAT(ParseError("name: x\nhardware: h200x8\nparallel: {tp: 4}\nmodel: llama-3-70b\n"
+                         "faults:\n  - {kind: rank_killed, ranks: [4]}\n")
+                  .message(),
+              HasSubstr("bad.yaml:6: faults[0].ranks: rank 4 is outside the world of 4 ranks"));
+}
+
+TEST(ScenarioYamlTest, MissingRequiredKeysAreNamed) {
+  EXPECT_THAT(ParseError("name: x\nhardware: h200x8\nmodel: llama-3-70b\n").message(),
+              HasSubstr("parallel: required key is missing"));
+}
+
+TEST(ScenarioYamlTest, UnknownVerdictListsTheVerdicts) {
+  EXPECT_THAT(ParseError("name: x\nhardware: h200x8\nparallel: {tp: 2}\nmodel: llama-3-70b\n"
+                         "expect: hung\n")
+                  .message(),
+              HasSubstr("expect: unknown verdict 'hung': use clean, fail_stop, hang"));
+}
+
+TEST(ScenarioYamlTest, MoreStagesThanLayersAreRejected) {
+  EXPECT_THAT(ParseError("name: x\nhardware: h200x8\nparallel: {tp: 2, pp: 4}\nmodel: llama-3-70b\n"
+                         "workload: {layers: 2}\n")
+                  .message(),
+              HasSubstr("pp=4 stages but only 2 layers"));
+}
+
+TEST(ScenarioYamlTest, EveryCatalogueFileParses) {
+  for (const char* name : {"h200x8", "h200x2", "gb200-nvl72"}) {
+    EXPECT_TRUE(LoadHardwareFile(TopologiesDir() + "/hardware/" + name + ".yaml").ok()) << name;
+  }
+  for (const char* name : {"deepseek-v3", "deepseek-v4", "qwen3-30b-a3b", "llama-3-70b"}) {
+    EXPECT_TRUE(LoadModelFile(TopologiesDir() + "/models/" + name + ".yaml").ok()) << name;
+  }
+}
+
+}  // namespace
+}  // namespace lockstep
