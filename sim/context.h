@@ -52,12 +52,12 @@ struct SimContext {
 
   // Records `f` if nothing was found yet, and stops the run.
   void Report(Finding f) {
-    if (!finding) {
+    if (!finding && !scheduler.shutting_down()) {
       finding = std::move(f);
       scheduler.Stop();
     }
   }
-  bool stopped() const { return finding.has_value(); }
+  bool stopped() const { return finding.has_value() || scheduler.shutting_down(); }
 
   const Scenario& scenario;
   const ParallelLayout& layout;

@@ -19,8 +19,8 @@ int SimCustomAllReduce::MemberOf(int rank) const {
   return it == peers_.end() ? -1 : static_cast<int>(it - peers_.begin());
 }
 
-void SimCustomAllReduce::RunAllReduce(int member, const DecisionRecord& d, const SimTensor& in,
-                                      SimTensor& out) {
+protocol::ProtocolStatus SimCustomAllReduce::RunAllReduce(int member, const DecisionRecord& d,
+                                                          const SimTensor& in, SimTensor& out) {
   members_[static_cast<size_t>(member)].blocks = d.blocks;
   CustomMem mem(*this, member, in, out, d.blocks);
   protocol::AllReduceArgs args;
@@ -29,7 +29,7 @@ void SimCustomAllReduce::RunAllReduce(int member, const DecisionRecord& d, const
   args.elems = in.elems;
   args.elem = ctx_.elem;
   out.elems = in.elems;
-  protocol::CustomAllReduce(mem, args);
+  return protocol::CustomAllReduce(mem, args);
 }
 
 void SimCustomAllReduce::StoreFlags(std::vector<FlagRun>& runs, int32_t begin, int32_t end,
@@ -110,7 +110,10 @@ bool CustomMem::WaitFlags(int32_t peer, uint32_t phase, uint64_t epoch) {
     m.wait_phase = phase;
     m.wait_peer = peer;
     m.wait_epoch = epoch;
-    ctx_.scheduler.Block(BlockReason{&ar_, member_, ctx_.Clock(rank_)});
+    if (!ctx_.scheduler.Block(BlockReason{&ar_, member_, ctx_.Clock(rank_)})) {
+      m.waiting = false;
+      return false;
+    }
   }
   m.wait_peer = -1;
   ctx_.AdvanceTo(rank_, ctx_.Clock(rank_) + ctx_.hardware.TransferNs(source, rank_, 0));

@@ -24,8 +24,8 @@ class SimCustomAllReduce : public Waitable {
   int MemberOf(int rank) const;
   // Runs one custom all-reduce of `in` into `out` as `member`, launching
   // `decision.blocks` thread blocks.
-  void RunAllReduce(int member, const DecisionRecord& decision, const SimTensor& in,
-                    SimTensor& out);
+  protocol::ProtocolStatus RunAllReduce(int member, const DecisionRecord& decision,
+                                       const SimTensor& in, SimTensor& out);
 
   std::string DescribeWait(int rank, int64_t detail) const override;
   std::vector<int> WaitsOn(int rank, int64_t detail) const override;
@@ -91,7 +91,11 @@ class CustomMem {
   void StoreOutput(int64_t pos, const Value& v) {
     WriteChunk(out_.runs, pos, v, ctx_.Clock(rank_), rank_);
   }
-  protocol::ProtocolStatus Failure() const { return {}; }
+  protocol::ProtocolStatus Failure() const {
+    protocol::ProtocolStatus s;
+    s.error = protocol::ProtocolError::kAborted;
+    return s;
+  }
 
  private:
   SimCustomAllReduce& ar_;

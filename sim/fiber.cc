@@ -1,47 +1,45 @@
 #include "sim/fiber.h"
 
-#include <boost/context/fiber.hpp>
-#include <boost/context/fixedsize_stack.hpp>
 #include <cassert>
+#include <cstdint>
 #include <utility>
 
+// Two backends with one interface:
+//  - normal builds: Boost.Context's fcontext (tens of nanoseconds a switch);
+//  - sanitizer builds (LOCKSTEP_FIBER_UCONTEXT, set by sim/CMakeLists.txt):
+//    ucontext, with every switch announced to ASan and TSan, which cannot
+//    follow stack switches on their own.
+#if defined(LOCKSTEP_FIBER_UCONTEXT)
+#include <ucontext.h>
+
+#include <memory>
 #if defined(__SANITIZE_ADDRESS__)
 #define LOCKSTEP_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define LOCKSTEP_ASAN 1
-#endif
+#include <sanitizer/common_interface_defs.h>
 #endif
 #if defined(__SANITIZE_THREAD__)
 #define LOCKSTEP_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define LOCKSTEP_TSAN 1
-#endif
-#endif
-
-#if defined(LOCKSTEP_ASAN)
-#include <sanitizer/common_interface_defs.h>
-#endif
-#if defined(LOCKSTEP_TSAN)
 #include <sanitizer/tsan_interface.h>
 #endif
-
-namespace ctx = boost::context;
+#else
+#include <boost/context/fiber.hpp>
+#include <boost/context/fixedsize_stack.hpp>
+#endif
 
 namespace lockstep {
 
+#if defined(LOCKSTEP_FIBER_UCONTEXT)
+
 struct Fiber::Impl {
   std::function<void()> body;
-  ctx::fiber self;               // the fiber while suspended (empty while it runs)
-  ctx::fiber* caller = nullptr;  // the resumer's continuation while it runs
-  bool finished = false;
+  std::unique_ptr<char[]> stack;
   size_t stack_bytes = 0;
-  void* stack_bottom = nullptr;
+  ucontext_t self{};
+  ucontext_t caller{};
+  bool finished = false;
 #if defined(LOCKSTEP_ASAN)
   const void* caller_stack_bottom = nullptr;
   size_t caller_stack_size = 0;
-  void* fake_stack = nullptr;
 #endif
 #if defined(LOCKSTEP_TSAN)
   void* tsan_fiber = nullptr;
@@ -52,70 +50,65 @@ struct Fiber::Impl {
 namespace {
 thread_local Fiber::Impl* current = nullptr;
 
-// A stack allocator that remembers where the stack is (for ASan).
-struct RecordingStack {
-  ctx::fixedsize_stack inner;
-  void** bottom;
-  ctx::stack_context allocate() {
-    ctx::stack_context sc = inner.allocate();
-    *bottom = static_cast<char*>(sc.sp) - sc.size;
-    return sc;
-  }
-  void deallocate(ctx::stack_context& sc) noexcept { inner.deallocate(sc); }
-};
+void Trampoline(unsigned high, unsigned low) {
+  auto* impl = reinterpret_cast<Fiber::Impl*>((static_cast<uintptr_t>(high) << 32) |
+                                              static_cast<uintptr_t>(low));
+#if defined(LOCKSTEP_ASAN)
+  __sanitizer_finish_switch_fiber(nullptr, &impl->caller_stack_bottom, &impl->caller_stack_size);
+#endif
+  impl->body();
+  impl->finished = true;
+#if defined(LOCKSTEP_ASAN)
+  __sanitizer_start_switch_fiber(nullptr, impl->caller_stack_bottom, impl->caller_stack_size);
+#endif
+#if defined(LOCKSTEP_TSAN)
+  __tsan_switch_to_fiber(impl->tsan_caller, 0);
+#endif
+  setcontext(&impl->caller);
+}
 }  // namespace
 
 Fiber::Fiber(std::function<void()> body, size_t stack_bytes) : impl_(std::make_unique<Impl>()) {
-  impl_->body = std::move(body);
-  impl_->stack_bytes = stack_bytes;
   Impl* impl = impl_.get();
+  impl->body = std::move(body);
+  impl->stack_bytes = stack_bytes;
+  impl->stack = std::make_unique<char[]>(stack_bytes);
+  getcontext(&impl->self);
+  impl->self.uc_stack.ss_sp = impl->stack.get();
+  impl->self.uc_stack.ss_size = stack_bytes;
+  impl->self.uc_link = nullptr;
+  const auto address = reinterpret_cast<uintptr_t>(impl);
+  makecontext(&impl->self, reinterpret_cast<void (*)()>(&Trampoline), 2,
+              static_cast<unsigned>(address >> 32), static_cast<unsigned>(address & 0xffffffffu));
 #if defined(LOCKSTEP_TSAN)
   impl->tsan_fiber = __tsan_create_fiber(0);
 #endif
-  impl->self = ctx::fiber(
-      std::allocator_arg, RecordingStack{ctx::fixedsize_stack(stack_bytes), &impl->stack_bottom},
-      [impl](ctx::fiber&& caller) {
-#if defined(LOCKSTEP_ASAN)
-        __sanitizer_finish_switch_fiber(nullptr, &impl->caller_stack_bottom,
-                                        &impl->caller_stack_size);
-#endif
-        impl->caller = &caller;
-        impl->body();
-        impl->finished = true;
-#if defined(LOCKSTEP_ASAN)
-        __sanitizer_start_switch_fiber(nullptr, impl->caller_stack_bottom, impl->caller_stack_size);
-#endif
-#if defined(LOCKSTEP_TSAN)
-        __tsan_switch_to_fiber(impl->tsan_caller, 0);
-#endif
-        return std::move(caller);
-      });
 }
 
 Fiber::~Fiber() {
 #if defined(LOCKSTEP_TSAN)
-  if (impl_ && impl_->tsan_fiber != nullptr) __tsan_destroy_fiber(impl_->tsan_fiber);
+  __tsan_destroy_fiber(impl_->tsan_fiber);
 #endif
 }
 
 void Fiber::Resume() {
   assert(current == nullptr && "Fiber::Resume from inside a fiber");
-  assert(!impl_->finished);
   Impl* impl = impl_.get();
+  assert(!impl->finished);
   current = impl;
 #if defined(LOCKSTEP_ASAN)
-  __sanitizer_start_switch_fiber(&impl->fake_stack, impl->stack_bottom, impl->stack_bytes);
+  void* fake = nullptr;
+  __sanitizer_start_switch_fiber(&fake, impl->stack.get(), impl->stack_bytes);
 #endif
 #if defined(LOCKSTEP_TSAN)
   impl->tsan_caller = __tsan_get_current_fiber();
   __tsan_switch_to_fiber(impl->tsan_fiber, 0);
 #endif
-  ctx::fiber returned = std::move(impl->self).resume();
+  swapcontext(&impl->caller, &impl->self);
 #if defined(LOCKSTEP_ASAN)
-  __sanitizer_finish_switch_fiber(impl->fake_stack, nullptr, nullptr);
+  __sanitizer_finish_switch_fiber(fake, nullptr, nullptr);
 #endif
   current = nullptr;
-  if (!impl->finished) impl->self = std::move(returned);
 }
 
 void Fiber::Suspend() {
@@ -128,13 +121,62 @@ void Fiber::Suspend() {
 #if defined(LOCKSTEP_TSAN)
   __tsan_switch_to_fiber(impl->tsan_caller, 0);
 #endif
-  ctx::fiber& caller = *impl->caller;
-  caller = std::move(caller).resume();
-  impl->caller = &caller;
+  swapcontext(&impl->self, &impl->caller);
 #if defined(LOCKSTEP_ASAN)
   __sanitizer_finish_switch_fiber(fake, &impl->caller_stack_bottom, &impl->caller_stack_size);
 #endif
 }
+
+#else  // Boost.Context fcontext
+
+namespace ctx = boost::context;
+
+struct Fiber::Impl {
+  std::function<void()> body;
+  ctx::fiber self;               // the fiber while suspended (empty while it runs)
+  ctx::fiber* caller = nullptr;  // the resumer's continuation while it runs
+  bool finished = false;
+};
+
+namespace {
+thread_local Fiber::Impl* current = nullptr;
+}  // namespace
+
+Fiber::Fiber(std::function<void()> body, size_t stack_bytes) : impl_(std::make_unique<Impl>()) {
+  Impl* impl = impl_.get();
+  impl->body = std::move(body);
+  impl->self = ctx::fiber(std::allocator_arg, ctx::fixedsize_stack(stack_bytes),
+                          [impl](ctx::fiber&& caller) {
+                            impl->caller = &caller;
+                            impl->body();
+                            impl->finished = true;
+                            return std::move(caller);
+                          });
+}
+
+// Schedulers finish every fiber before destroying it (Scheduler::Shutdown), so
+// Boost.Context never has to unwind a suspended stack with an exception.
+Fiber::~Fiber() = default;
+
+void Fiber::Resume() {
+  assert(current == nullptr && "Fiber::Resume from inside a fiber");
+  Impl* impl = impl_.get();
+  assert(!impl->finished);
+  current = impl;
+  ctx::fiber returned = std::move(impl->self).resume();
+  current = nullptr;
+  if (!impl->finished) impl->self = std::move(returned);
+}
+
+void Fiber::Suspend() {
+  Impl* impl = current;
+  assert(impl != nullptr && "Fiber::Suspend outside a fiber");
+  ctx::fiber& caller = *impl->caller;
+  caller = std::move(caller).resume();
+  impl->caller = &caller;
+}
+
+#endif
 
 bool Fiber::finished() const { return impl_->finished; }
 

@@ -12,9 +12,10 @@ namespace lockstep {
 
 // A coroutine that runs `body` on its own stack. Resume() runs it until it
 // calls Suspend() (from inside body) or returns. Not thread-safe; a fiber is
-// resumed by one thread at a time. A fiber that never finishes can be
-// destroyed: its stack is released without unwinding (rank programs hold no
-// resources the simulation does not own).
+// resumed by one thread at a time. Its owner must let it finish before
+// destroying it (Scheduler::Shutdown does): destroying a suspended fiber makes
+// Boost.Context unwind its stack with an exception, which sanitizers cannot
+// follow.
 class Fiber {
  public:
   // Rank programs are shallow (the deepest path, a failure report, fits in

@@ -36,7 +36,7 @@ void SimComm::Arrive(int member, const Post& post) {
     Complete();
     return;
   }
-  ctx_.scheduler.Block(BlockReason{this, member, ctx_.Clock(ranks_[m])});
+  if (!ctx_.scheduler.Block(BlockReason{this, member, ctx_.Clock(ranks_[m])})) return;
 }
 
 void SimComm::Complete() {
@@ -153,7 +153,7 @@ int64_t SimMailbox::Recv(int to, int from) {
   // Looked up afresh after every wait: other ranks' sends may rehash the map.
   while (queues_[key].empty()) {
     waiting_on_[static_cast<size_t>(to)] = from;
-    ctx_.scheduler.Block(BlockReason{this, from, ctx_.Clock(to)});
+    if (!ctx_.scheduler.Block(BlockReason{this, from, ctx_.Clock(to)})) return -1;
   }
   std::deque<Message>& queue = queues_[key];
   const Message m = queue.front();

@@ -77,7 +77,8 @@ class SimMailbox : public Waitable {
  public:
   SimMailbox(SimContext& ctx, int world);
   void Send(int from, int to, int64_t count);
-  // Blocks until the next message from `from` arrives; returns its count.
+  // Blocks until the next message from `from` arrives; returns its count, or
+  // -1 if the run shut down first.
   int64_t Recv(int to, int from);
 
   std::string DescribeWait(int rank, int64_t detail) const override;

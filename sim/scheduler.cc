@@ -28,8 +28,29 @@ Scheduler::Scheduler(int num_ranks, uint64_t seed, std::unique_ptr<SchedulePolic
   for (int r = 0; r < num_ranks; ++r) MakeRunnable(r);
 }
 
+Scheduler::~Scheduler() { Shutdown(); }
+
 void Scheduler::Spawn(int rank, std::function<void()> body, size_t stack_bytes) {
-  fibers_[static_cast<size_t>(rank)] = std::make_unique<Fiber>(std::move(body), stack_bytes);
+  fibers_[static_cast<size_t>(rank)] = std::make_unique<Fiber>(
+      [this, body = std::move(body)] {
+        if (!shutting_down_) body();
+      },
+      stack_bytes);
+}
+
+void Scheduler::Shutdown() {
+  shutting_down_ = true;
+  for (size_t r = 0; r < fibers_.size(); ++r) {
+    Fiber* fiber = fibers_[r].get();
+    if (fiber == nullptr) continue;
+    // A well-behaved rank finishes on its first resumption; the bound only
+    // guards against a body that ignores Block()'s answer.
+    for (int attempt = 0; attempt < 1000 && !fiber->finished(); ++attempt) {
+      current_ = static_cast<int>(r);
+      fiber->Resume();
+      current_ = -1;
+    }
+  }
 }
 
 void Scheduler::MakeRunnable(int rank) {
@@ -68,16 +89,18 @@ void Scheduler::Run() {
 void Scheduler::Yield() {
   // With no other rank runnable the scheduler could only pick this one again:
   // skip the two stack switches (the rule is fixed, so runs stay reproducible).
-  if (runnable_.size() > 1) Fiber::Suspend();
+  if (runnable_.size() > 1 && !shutting_down_) Fiber::Suspend();
 }
 
-void Scheduler::Block(const BlockReason& reason) {
+bool Scheduler::Block(const BlockReason& reason) {
+  if (shutting_down_) return false;
   const int rank = current_;
   assert(rank >= 0);
   RemoveRunnable(rank);
   status_[static_cast<size_t>(rank)] = RankStatus::kBlocked;
   reasons_[static_cast<size_t>(rank)] = reason;
   Fiber::Suspend();
+  return !shutting_down_;
 }
 
 void Scheduler::MarkFailed(int rank) {

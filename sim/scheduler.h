@@ -53,6 +53,8 @@ std::unique_ptr<SchedulePolicy> MakeRandomSchedule();
 class Scheduler {
  public:
   Scheduler(int num_ranks, uint64_t seed, std::unique_ptr<SchedulePolicy> policy);
+  // Shuts down (see Shutdown) any rank still blocked or suspended.
+  ~Scheduler();
 
   // Installs the body of `rank`; every rank needs one before Run().
   void Spawn(int rank, std::function<void()> body, size_t stack_bytes);
@@ -70,8 +72,10 @@ class Scheduler {
   int current() const { return current_; }
   // A scheduling point: another rank may run before this one continues.
   void Yield();
-  // Suspends the current rank until Wake(rank).
-  void Block(const BlockReason& reason);
+  // Suspends the current rank until Wake(rank). Returns false when the run is
+  // being shut down instead: the caller must then return, promptly and
+  // without blocking again, so that the rank's fiber finishes.
+  [[nodiscard]] bool Block(const BlockReason& reason);
   // Marks the current rank finished / failed; it must then return from its body.
   void MarkFailed(int rank);
 
@@ -79,6 +83,13 @@ class Scheduler {
   void Wake(int rank);
   // A rank that will never run again (killed by a fault).
   void Kill(int rank);
+
+  // Ends every fiber that has not finished: each blocked or suspended rank is
+  // resumed with Block() returning false and Yield() returning at once, and
+  // ranks that never started skip their body. Fibers therefore end by
+  // returning, never by stack unwinding. Called once the run is analysed.
+  void Shutdown();
+  bool shutting_down() const { return shutting_down_; }
 
   RankStatus status(int rank) const { return status_[static_cast<size_t>(rank)]; }
   const BlockReason& reason(int rank) const { return reasons_[static_cast<size_t>(rank)]; }
@@ -103,6 +114,7 @@ class Scheduler {
   int current_ = -1;
   uint64_t steps_ = 0;
   bool stop_ = false;
+  bool shutting_down_ = false;
   std::function<void()> on_idle_;
 };
 

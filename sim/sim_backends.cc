@@ -5,6 +5,15 @@
 #include "absl/strings/str_format.h"
 
 namespace lockstep {
+namespace {
+
+// A simulated protocol only stops early when the run shuts down.
+absl::Status ToStatus(const protocol::ProtocolStatus& s) {
+  if (s.ok()) return absl::OkStatus();
+  return absl::AbortedError("the simulation ended while this rank waited");
+}
+
+}  // namespace
 
 absl::Status SimFusedBackend::AllReduce(Tensor& tensor, const DecisionRecord& record) {
   observer_->OnBackendCall(record);
@@ -21,8 +30,7 @@ absl::Status SimFusedBackend::AllReduce(Tensor& tensor, const DecisionRecord& re
   }
   // The protocol reads `in` and writes the tensor afresh.
   const SimTensor in = std::exchange(*data, SimTensor{});
-  workspace_->RunAllReduce(member, record, in, *data, sentinel_);
-  return absl::OkStatus();
+  return ToStatus(workspace_->RunAllReduce(member, record, in, *data, sentinel_));
 }
 
 absl::Status SimCustomBackend::AllReduce(Tensor& tensor, const DecisionRecord& record) {
@@ -35,8 +43,7 @@ absl::Status SimCustomBackend::AllReduce(Tensor& tensor, const DecisionRecord& r
   auto* data = static_cast<SimTensor*>(tensor.data);
   // The protocol reads `in` and writes the tensor afresh.
   const SimTensor in = std::exchange(*data, SimTensor{});
-  instance_->RunAllReduce(instance_->MemberOf(rank_), record, in, *data);
-  return absl::OkStatus();
+  return ToStatus(instance_->RunAllReduce(instance_->MemberOf(rank_), record, in, *data));
 }
 
 absl::Status SimNcclBackend::AllReduce(Tensor& tensor, const DecisionRecord& record) {

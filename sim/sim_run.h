@@ -52,6 +52,8 @@ class SimRun {
  public:
   SimRun(const Scenario& scenario, const ParallelLayout& layout, const DispatchPolicy& policy,
          const SimOptions& options);
+  // Ends the fibers of ranks still waiting before the state they use goes.
+  ~SimRun() { ctx.scheduler.Shutdown(); }
 
   // Builds workspaces, communicators and every rank's coordinators.
   absl::Status Setup();

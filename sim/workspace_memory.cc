@@ -27,8 +27,9 @@ int SimWorkspace::MemberOf(int rank) const {
   return it == peers_.end() ? -1 : static_cast<int>(it - peers_.begin());
 }
 
-void SimWorkspace::RunAllReduce(int member, const DecisionRecord& d, const SimTensor& in,
-                                SimTensor& out, protocol::SentinelTest sentinel) {
+protocol::ProtocolStatus SimWorkspace::RunAllReduce(int member, const DecisionRecord& d,
+                                                    const SimTensor& in, SimTensor& out,
+                                                    protocol::SentinelTest sentinel) {
   LamportMem mem(*this, member, in, out, d.fp32_acc, sentinel);
   protocol::AllReduceArgs args;
   args.rank = member;
@@ -38,11 +39,8 @@ void SimWorkspace::RunAllReduce(int member, const DecisionRecord& d, const SimTe
   args.sentinel = sentinel;
   args.ftz = ctx_.scenario.workload.ftz;
   out.elems = in.elems;
-  if (d.algorithm == Algorithm::kTwoShot) {
-    protocol::TwoShotAllReduce(mem, args);
-  } else {
-    protocol::OneShotAllReduce(mem, args);
-  }
+  return d.algorithm == Algorithm::kTwoShot ? protocol::TwoShotAllReduce(mem, args)
+                                            : protocol::OneShotAllReduce(mem, args);
 }
 
 std::string SimWorkspace::DescribeWait(int rank, int64_t detail) const {
@@ -102,7 +100,10 @@ bool LamportMem::Wait(uint32_t buffer, int64_t offset, int64_t len, int32_t writ
       return true;
     }
     m.waiter = SimWorkspace::Waiter{true, buffer, offset, len, writer};
-    ctx_.scheduler.Block(BlockReason{&ws_, member_, ctx_.Clock(rank_)});
+    if (!ctx_.scheduler.Block(BlockReason{&ws_, member_, ctx_.Clock(rank_)})) {
+      m.waiter.active = false;
+      return false;  // the run is shutting down: abandon the protocol
+    }
   }
 }
 

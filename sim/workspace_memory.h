@@ -40,8 +40,9 @@ class SimWorkspace : public Waitable {
   // Runs one fused all-reduce of `in` into `out` as member `member`, with the
   // protocol the decision chose. Returns only when the protocol completes; a
   // rank whose protocol cannot complete stays blocked.
-  void RunAllReduce(int member, const DecisionRecord& decision, const SimTensor& in, SimTensor& out,
-                    protocol::SentinelTest sentinel);
+  protocol::ProtocolStatus RunAllReduce(int member, const DecisionRecord& decision,
+                                       const SimTensor& in, SimTensor& out,
+                                       protocol::SentinelTest sentinel);
 
   // For faults: a member's control block and buffers.
   protocol::LamportState& State(int member) { return members_[static_cast<size_t>(member)].state; }
@@ -120,7 +121,12 @@ class LamportMem {
   }
   protocol::LamportState& State() { return ws_.members_[static_cast<size_t>(member_)].state; }
   bool ArriveLast() { return true; }
-  protocol::ProtocolStatus Failure() const { return {}; }
+  // The only way a simulated wait is abandoned: the run is shutting down.
+  protocol::ProtocolStatus Failure() const {
+    protocol::ProtocolStatus s;
+    s.error = protocol::ProtocolError::kAborted;
+    return s;
+  }
 
  private:
   SimWorkspace& ws_;

@@ -123,7 +123,9 @@ TEST(SchedulerTest, BlockedRanksRunAgainOnlyWhenWoken) {
   s.Spawn(
       1,
       [&] {
-        while (!opened) s.Block(BlockReason{&gate, 0, 0});
+        while (!opened) {
+          if (!s.Block(BlockReason{&gate, 0, 0})) return;
+        }
         passed = true;
       },
       64 * 1024);
@@ -138,14 +140,13 @@ TEST(SchedulerTest, ADeadlockLeavesRanksBlockedWithTheirReasons) {
   for (int r = 0; r < 2; ++r) {
     s.Spawn(
         r,
-        [&s, &gate] {
-          s.Block(BlockReason{&gate, 0, 0});
-        },
+        [&s, &gate] { EXPECT_FALSE(s.Block(BlockReason{&gate, 0, 0})) << "woken only by shutdown"; },
         64 * 1024);
   }
   s.Run();
   EXPECT_THAT(s.BlockedRanks(), ::testing::ElementsAre(0, 1));
   EXPECT_EQ(s.reason(1).waitable->DescribeWait(1, 0), "rank 1 waits at the gate");
+  s.Shutdown();  // both fibers return from Block() with false and finish
 }
 
 }  // namespace
