@@ -225,7 +225,8 @@ std::string ContributorSummary(const nlohmann::json& c) {
 bool ReductionChecker::Check(SimContext& ctx, const ReductionCheck& c, const SimTensor& tensor) {
   // Every member of the group checks the same (instance, group): the expected
   // fingerprint is computed once, by the first, and dropped after the last.
-  auto [entry, fresh] = agreements_.try_emplace(std::make_pair(c.instance, c.group_key));
+  auto [entry, fresh] =
+      agreements_.try_emplace(StableHasher::Mix(c.instance * 0x9e3779b97f4a7c15u ^ c.group_key));
   Agreement& agreement = entry->second;
   if (fresh) {
     for (int r : c.expected) agreement.expected_sum += ContributionKey(r, c.instance);

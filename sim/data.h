@@ -81,7 +81,7 @@ class ReductionChecker {
   };
   // (instance, group_key) -> the first member's output digest; erased once
   // every expected member has checked in.
-  absl::flat_hash_map<std::pair<uint64_t, uint64_t>, Agreement> agreements_;
+  absl::flat_hash_map<uint64_t, Agreement> agreements_;  // key: Mix(instance, group)
   uint64_t OutputDigest(const SimContext& ctx, const SimTensor& tensor) const;
 };
 
