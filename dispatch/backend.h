@@ -9,6 +9,7 @@
 
 #include "absl/status/status.h"
 #include "dispatch/decision.h"
+#include "dispatch/rank_local_state.h"
 #include "dispatch/tensor.h"
 #include "dispatch/workspace.h"
 
@@ -115,6 +116,8 @@ struct GroupBackends {
   FusedAllReduceBackend* fused = nullptr;
   CustomAllReduceBackend* custom = nullptr;
   NcclBackend* nccl = nullptr;
+  // The rank's raw local state. The reference policy never reads it.
+  const RankLocalState* local = nullptr;
 };
 
 }  // namespace lockstep

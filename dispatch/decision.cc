@@ -201,6 +201,12 @@ std::vector<std::string> DescribeDifferences(const DecisionRecord& a, const Deci
     out.push_back(absl::StrFormat("algorithm=%s", AlgorithmName(a.algorithm)));
   }
   if (a.blocks != b.blocks) out.push_back(absl::StrFormat("blocks=%d", a.blocks));
+  if (a.kernel_flags != b.kernel_flags) {
+    out.push_back(absl::StrFormat("sanitize_inputs=%s exact_sentinel=%s verify_clear=%s",
+                                  (a.kernel_flags & kSanitizeInputs) ? "true" : "false",
+                                  (a.kernel_flags & kExactSentinel) ? "true" : "false",
+                                  (a.kernel_flags & kVerifyClear) ? "true" : "false"));
+  }
   if (a.fp32_acc != b.fp32_acc) {
     out.push_back(absl::StrFormat("fp32_acc=%s", a.fp32_acc ? "true" : "false"));
   }
@@ -228,6 +234,7 @@ uint64_t DecisionFingerprint(const DecisionRecord& r) {
       .Add(static_cast<uint64_t>(r.algorithm))
       .Add(static_cast<uint64_t>(r.blocks))
       .Add(r.fp32_acc)
+      .Add(r.kernel_flags)
       .Add(r.evaluated)
       .Add(r.held)
       .Add(static_cast<uint64_t>(t.ndim))

@@ -29,6 +29,14 @@ std::string_view BackendKindName(BackendKind kind);  // "skip", "fused", "custom
 enum class Algorithm : uint8_t { kNone = 0, kOneShot, kTwoShot };
 std::string_view AlgorithmName(Algorithm algorithm);  // "none", "one_shot", "two_shot"
 
+// How the fused kernel runs its Lamport protocol (DecisionRecord::kernel_flags).
+enum KernelFlag : uint8_t {
+  kSanitizeInputs = 1,  // rewrite −0 inputs to +0 before pushing them
+  kExactSentinel = 2,   // sentinel test on exact bits (else `v == 0 && signbit(v)`)
+  kVerifyClear = 4,     // read back the cleared buffer; a clear that did not take is an error
+};
+inline constexpr uint8_t kReferenceKernelFlags = kSanitizeInputs | kExactSentinel | kVerifyClear;
+
 // Every check a backend's CanUse evaluates, named as the decision record and
 // the reports print them.
 enum class Predicate : uint8_t {
@@ -66,8 +74,9 @@ struct DecisionRecord {
   int group_world_size = 0;
   BackendKind backend = BackendKind::kNccl;
   Algorithm algorithm = Algorithm::kNone;
-  int32_t blocks = 0;     // fused-kernel grid size (per-block flag protocols)
-  bool fp32_acc = false;  // fused-kernel accumulation type
+  int32_t blocks = 0;        // grid size of the fused or custom kernel
+  bool fp32_acc = false;     // fused-kernel accumulation type
+  uint8_t kernel_flags = 0;  // KernelFlag bits of the fused kernel
   CallDesc call;
 
   uint32_t evaluated = 0;  // bit p: predicate p was evaluated
@@ -92,7 +101,7 @@ struct DecisionRecord {
   bool Check(Predicate predicate, bool value) {
     const uint32_t bit = 1u << static_cast<unsigned>(predicate);
     evaluated |= bit;
-    if (value) held |= bit;
+    held = value ? (held | bit) : (held & ~bit);
     return value;
   }
   bool Evaluated(Predicate p) const { return (evaluated >> static_cast<unsigned>(p)) & 1u; }

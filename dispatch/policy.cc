@@ -1,5 +1,7 @@
 #include "dispatch/policy.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -16,12 +18,12 @@ CommBackend* DispatchPolicy::Choose(const GroupBackends& b, const CallDesc& call
   }
   if (b.fused == nullptr) {
     r.Check(Predicate::kGroupTagged, false);
-  } else if (b.fused->CanUse(call, r)) {
+  } else if (FusedCanUse(b, call, r)) {
     r.backend = BackendKind::kFused;
     ConfigureFusedLaunch(b, call, r);
     return b.fused;
   }
-  if (b.custom != nullptr && b.custom->CanUse(call, r)) {
+  if (b.custom != nullptr && CustomCanUse(b, call, r)) {
     r.backend = BackendKind::kCustom;
     ConfigureCustomLaunch(b, call, r);
     return b.custom;
@@ -36,6 +38,7 @@ void DispatchPolicy::ConfigureFusedLaunch(const GroupBackends&, const CallDesc& 
   r.algorithm = SelectFusedAlgorithm(bytes, r.group_world_size);
   r.blocks = FusedGridBlocks(bytes);
   r.fp32_acc = false;
+  r.kernel_flags = kReferenceKernelFlags;
 }
 
 void DispatchPolicy::ConfigureCustomLaunch(const GroupBackends&, const CallDesc& call,
@@ -60,6 +63,13 @@ bool DispatchPolicy::ShouldFuseMlpAllReduceWithNextLayer(const ParallelWidths& w
 PostExpertsPlan DispatchPolicy::PlanPostExperts(const ParallelWidths& widths,
                                                 bool fuse_with_next_layer) const {
   return PlanPostExpertsReduction(widths, fuse_with_next_layer);
+}
+
+int64_t DispatchPolicy::DpPaddedTokens(const std::vector<int64_t>& gathered, int64_t, int attn_dp,
+                                       const RankLocalState&) const {
+  int64_t largest = 0;
+  for (int64_t c : gathered) largest = std::max(largest, c);
+  return largest * attn_dp;
 }
 
 PostExpertsPlan DispatchPolicy::PlanPipelineFlush(const ParallelWidths& widths) const {

@@ -53,6 +53,19 @@ class DispatchPolicy {
   // unfused plan (SGLang #28619 flushed over MOE_EP only).
   virtual PostExpertsPlan PlanPipelineFlush(const ParallelWidths& widths) const;
 
+  // Whether this rank's workspace counts as initialised, given its own
+  // allocation result and the AND of every member's (the cross-rank vote of
+  // SGLang's _sync_allreduce_unavailable_across_tp). Reference: the vote.
+  virtual bool WorkspaceInitialized(bool /*local_ok*/, bool all_ok) const { return all_ok; }
+  // Same for the fused-kernel library. Reference: the vote.
+  virtual bool LibraryAvailable(bool /*local_ok*/, bool all_ok) const { return all_ok; }
+
+  // Tokens every rank pads the MoE input to under DP attention, given the
+  // all-gathered per-rank counts. Reference: attention-DP width times the
+  // largest gathered count (agreed by construction).
+  virtual int64_t DpPaddedTokens(const std::vector<int64_t>& gathered, int64_t local_count,
+                                 int attn_dp, const RankLocalState& local) const;
+
   // The group that reduces the speculative (EAGLE) draft model's projection.
   // Reference: ATTN_TP (SGLang #40399 reduced it over the full TP group).
   virtual GroupRole DraftProjectionGroup() const { return GroupRole::kAttnTp; }
@@ -63,6 +76,17 @@ class DispatchPolicy {
   virtual bool ReduceReplicatedOutput(const ParallelWidths& /*widths*/) const { return false; }
 
  protected:
+  // The fused and custom backends' admission, as Choose() asks it. Reference:
+  // the backends' own CanUse (their reference predicates over agreed state).
+  virtual bool FusedCanUse(const GroupBackends& backends, const CallDesc& call,
+                           DecisionRecord& record) const {
+    return backends.fused->CanUse(call, record);
+  }
+  virtual bool CustomCanUse(const GroupBackends& backends, const CallDesc& call,
+                            DecisionRecord& record) const {
+    return backends.custom->CanUse(call, record);
+  }
+
   // Fills the algorithm and launch shape once the fused backend is chosen.
   // Reference: SelectFusedAlgorithm / FusedGridBlocks on the message size and
   // group size, fp32_acc = false (aligned with the fused AR + norm path).

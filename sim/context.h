@@ -6,6 +6,7 @@
 #define LOCKSTEP_SIM_CONTEXT_H_
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -13,6 +14,7 @@
 #include "dispatch/group_layout.h"
 #include "kernels/protocol/element.h"
 #include "nlohmann/json.hpp"
+#include "sim/fault_plan.h"
 #include "sim/hardware_model.h"
 #include "sim/scenario.h"
 #include "sim/scheduler.h"
@@ -75,6 +77,34 @@ struct SimContext {
   // Set when a provenance check failed in fingerprint mode: the run is
   // repeated in exact mode to name the contributors.
   bool needs_exact_rerun = false;
+  // The run's faults (null: none).
+  SimFaultPlan* faults = nullptr;
+
+  // Work that happens later (a late write landing): run after `steps` more
+  // scheduling steps, or as soon as no rank can run.
+  void Defer(uint64_t steps, std::function<void()> action) {
+    deferred.push_back({scheduler.steps() + steps, std::move(action)});
+  }
+  // Runs what is due (everything when `idle`); true if anything ran.
+  bool RunDeferred(uint64_t step, bool idle) {
+    bool ran = false;
+    for (size_t i = 0; i < deferred.size();) {
+      if (idle || deferred[i].due <= step) {
+        auto action = std::move(deferred[i].action);
+        deferred.erase(deferred.begin() + static_cast<std::ptrdiff_t>(i));
+        action();
+        ran = true;
+      } else {
+        ++i;
+      }
+    }
+    return ran;
+  }
+  struct DeferredAction {
+    uint64_t due;
+    std::function<void()> action;
+  };
+  std::vector<DeferredAction> deferred;
 };
 
 }  // namespace lockstep

@@ -70,6 +70,17 @@ std::string SimCustomAllReduce::DescribeWait(int rank, int64_t detail) const {
       m.blocks, peers_[static_cast<size_t>(m.wait_peer)]);
 }
 
+bool SimCustomAllReduce::WaitsOnLostWrite(int, int64_t detail) const {
+  const Member& m = members_[static_cast<size_t>(detail)];
+  for (const LostFlag& f : lost_) {
+    if (f.target == static_cast<int32_t>(detail) && f.writer == m.wait_peer &&
+        f.phase == m.wait_phase && f.epoch == m.wait_epoch) {
+      return true;
+    }
+  }
+  return false;
+}
+
 std::vector<int> SimCustomAllReduce::WaitsOn(int, int64_t detail) const {
   const Member& m = members_[static_cast<size_t>(detail)];
   if (m.wait_peer < 0) return {};
@@ -93,6 +104,11 @@ bool CustomMem::LoadStaged(int32_t peer, int64_t pos, int64_t len, Value* out) {
 }
 
 void CustomMem::Signal(int32_t peer, uint32_t phase, uint64_t epoch) {
+  const int target = ar_.peers_[static_cast<size_t>(peer)];
+  if (ctx_.faults != nullptr && target != rank_ && ctx_.faults->DropsFlag(rank_, target, epoch)) {
+    ar_.lost_.push_back({member_, peer, phase, epoch});
+    return;
+  }
   SimCustomAllReduce::Member& m = ar_.members_[static_cast<size_t>(peer)];
   SimCustomAllReduce::StoreFlags(m.flags[phase][static_cast<size_t>(member_)], 0, blocks_, epoch);
   if (m.waiting && m.wait_phase == phase && m.wait_peer == member_) {

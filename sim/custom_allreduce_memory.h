@@ -25,13 +25,21 @@ class SimCustomAllReduce : public Waitable {
   // Runs one custom all-reduce of `in` into `out` as `member`, launching
   // `decision.blocks` thread blocks.
   protocol::ProtocolStatus RunAllReduce(int member, const DecisionRecord& decision,
-                                       const SimTensor& in, SimTensor& out);
+                                        const SimTensor& in, SimTensor& out);
 
   std::string DescribeWait(int rank, int64_t detail) const override;
   std::vector<int> WaitsOn(int rank, int64_t detail) const override;
+  bool WaitsOnLostWrite(int rank, int64_t detail) const override;
 
  private:
   friend class CustomMem;
+  // A flag write a fault destroyed.
+  struct LostFlag {
+    int32_t writer;
+    int32_t target;
+    uint32_t phase;
+    uint64_t epoch;
+  };
   // Flags of blocks [begin, end) hold `epoch`.
   struct FlagRun {
     int32_t begin;
@@ -56,6 +64,7 @@ class SimCustomAllReduce : public Waitable {
   std::string name_;
   std::vector<int> peers_;
   std::vector<Member> members_;
+  std::vector<LostFlag> lost_;
 };
 
 class CustomMem {

@@ -40,6 +40,7 @@ class RankProgram {
 
   void Run() {
     for (int step = 0; step < scenario_.workload.steps && !ctx_.stopped(); ++step) {
+      if (ctx_.faults != nullptr) ctx_.faults->OnStep(run_, rank_, step);
       if (!Step(step)) return;
       ctx_.scheduler.Yield();  // step boundary
     }
@@ -72,6 +73,13 @@ class RankProgram {
               FusionPattern pattern = FusionPattern::kAllReduce) {
     ctx_.scheduler.Yield();  // a communicator call is a scheduling point
     if (ctx_.stopped()) return false;
+    if (ctx_.faults != nullptr &&
+        ctx_.faults->KillsRank(rank_, static_cast<int64_t>(rt_.calls_made))) {
+      // The process dies here: it never makes this call or any other.
+      ctx_.scheduler.Kill(rank_);
+      killed_ = true;
+      return false;
+    }
     GroupCoordinator& coordinator = Coordinator(role);
     const int object = ctx_.layout.ObjectIndex(role);
     Tensor tensor{desc, &data};
@@ -133,7 +141,10 @@ class RankProgram {
   }
 
   SimTensor Input(uint64_t instance, int64_t elems) {
-    return MakeInput(ctx_, rank_, instance, elems, 0);
+    const uint8_t flags = ctx_.faults != nullptr
+                              ? ctx_.faults->InputFlags(rank_, static_cast<int64_t>(rt_.calls_made))
+                              : uint8_t{0};
+    return MakeInput(ctx_, rank_, instance, elems, flags);
   }
 
   // A site whose reduction over `role` must cover exactly `expected`.
@@ -158,11 +169,7 @@ class RankProgram {
       ctx_.scheduler.Yield();
       const std::vector<int64_t> counts = comm->AllGather(comm->MemberOf(rank_), t_dp);
       if (ctx_.stopped()) return false;
-      int64_t max_count = 0;
-      for (int64_t c : counts) max_count = std::max(max_count, c);
-      // Attention-DP groups are consecutive in the TP group: one count per
-      // attention-TP group.
-      t_moe = max_count * w_.attn_dp;
+      t_moe = run_.policy.DpPaddedTokens(counts, t_dp, w_.attn_dp, rt_.local);
     }
 
     if (stage_ == 0) {
@@ -287,6 +294,7 @@ class RankProgram {
   int first_layer_ = 0;
   int end_layer_ = 0;
   int attn_dp_index_ = 0;
+  bool killed_ = false;
   Expected moe_group_;
   Expected attn_group_;
 };

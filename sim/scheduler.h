@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "sim/fiber.h"
 #include "sim/rng.h"
 
@@ -28,6 +29,9 @@ class Waitable {
   virtual std::string DescribeWait(int rank, int64_t detail) const = 0;
   // The ranks whose action would let `rank` continue.
   virtual std::vector<int> WaitsOn(int rank, int64_t detail) const = 0;
+  // Whether the awaited write was destroyed by an injected fault (a lost
+  // store): then nothing any rank does can release the wait.
+  virtual bool WaitsOnLostWrite(int /*rank*/, int64_t /*detail*/) const { return false; }
 };
 
 struct BlockReason {
@@ -44,11 +48,27 @@ class SchedulePolicy {
   // Index into `runnable` of the rank to run next.
   virtual size_t Pick(const std::vector<int>& runnable, Rng& rng) = 0;
   // Called after each scheduling step; PCT-style policies change priorities here.
-  virtual void OnStep(uint64_t /*step*/, Rng& /*rng*/) {}
+  virtual void OnStep(uint64_t /*step*/, int /*ran*/, Rng& /*rng*/) {}
 };
 
 // Uniform choice among runnable ranks at every yield point.
 std::unique_ptr<SchedulePolicy> MakeRandomSchedule();
+
+// PCT (Burckhardt et al., "A randomized scheduler with probabilistic
+// guarantees of finding bugs", ASPLOS 2010): ranks get random distinct
+// priorities; the highest-priority runnable rank always runs; at `depth - 1`
+// change points drawn uniformly from the first `expected_steps` steps, the
+// running rank drops to a priority below all others. A bug that needs d
+// specific orderings is found with probability at least 1 / (n k^(d-1)),
+// where uniform random scheduling makes rare interleavings (a rank running
+// far ahead through several Lamport calls) vanishingly unlikely.
+std::unique_ptr<SchedulePolicy> MakePctSchedule(int num_ranks, int depth, uint64_t expected_steps,
+                                                Rng& rng);
+
+// "random", "pct" (depth 3) or "pct:D"; InvalidArgument otherwise.
+absl::StatusOr<std::unique_ptr<SchedulePolicy>> MakeSchedule(std::string_view name, int num_ranks,
+                                                             uint64_t expected_steps,
+                                                             uint64_t seed);
 
 class Scheduler {
  public:
@@ -66,6 +86,12 @@ class Scheduler {
   // Called when Run() finds no runnable rank while some are blocked (a
   // deadlock): the hang-report latency benchmark timestamps it.
   void set_on_idle(std::function<void()> f) { on_idle_ = std::move(f); }
+  // Work outside the ranks (deferred writes): called after every step with
+  // idle=false, and with idle=true when no rank can run; returns whether it
+  // did anything (then the run continues).
+  void set_pending_work(std::function<bool(uint64_t step, bool idle)> f) {
+    pending_work_ = std::move(f);
+  }
   bool stopped() const { return stop_; }
 
   // --- Called from inside a rank. ---
@@ -116,6 +142,7 @@ class Scheduler {
   bool stop_ = false;
   bool shutting_down_ = false;
   std::function<void()> on_idle_;
+  std::function<bool(uint64_t, bool)> pending_work_;
 };
 
 }  // namespace lockstep

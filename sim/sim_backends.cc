@@ -7,55 +7,57 @@
 namespace lockstep {
 namespace {
 
-// A simulated protocol only stops early when the run shuts down.
-absl::Status ToStatus(const protocol::ProtocolStatus& s) {
-  if (s.ok()) return absl::OkStatus();
+absl::Status ToStatus(const protocol::ProtocolStatus& s, int rank) {
+  switch (s.error) {
+    case protocol::ProtocolError::kNone:
+      return absl::OkStatus();
+    case protocol::ProtocolError::kClearFailed:
+      return absl::DataLossError(absl::StrFormat(
+          "fused kernel on rank %d: Lamport buffer %d still held data at element %d after it "
+          "was cleared; its next use would read stale values as fresh",
+          rank, s.buffer, s.offset));
+    case protocol::ProtocolError::kWaitExpired:
+    case protocol::ProtocolError::kAborted:
+      break;
+  }
+  // A simulated wait is only abandoned when the run shuts down.
   return absl::AbortedError("the simulation ended while this rank waited");
 }
 
 }  // namespace
 
+absl::Status SimBackendContext::Enter(const DecisionRecord& record) const {
+  const int64_t call = observer->OnBackendCall(record);
+  if (*faults == nullptr) return absl::OkStatus();
+  return (*faults)->BeforeBackendCall(rank, call, record);
+}
+
 absl::Status SimFusedBackend::AllReduce(Tensor& tensor, const DecisionRecord& record) {
-  observer_->OnBackendCall(record);
-  if (*faults_ != nullptr) {
-    if (absl::Status s = (*faults_)->BeforeCall(rank_, BackendKind::kFused, record); !s.ok()) {
-      return s;
-    }
-  }
+  if (absl::Status s = context_.Enter(record); !s.ok()) return s;
   auto* data = static_cast<SimTensor*>(tensor.data);
-  const int member = workspace_->MemberOf(rank_);
+  const int member = workspace_->MemberOf(context_.rank);
   if (member < 0) {
     return absl::InternalError(absl::StrFormat("rank %d is not a member of fusion workspace %s",
-                                               rank_, workspace_->name()));
+                                               context_.rank, workspace_->name()));
   }
   // The protocol reads `in` and writes the tensor afresh.
   const SimTensor in = std::exchange(*data, SimTensor{});
-  return ToStatus(workspace_->RunAllReduce(member, record, in, *data, sentinel_));
+  return ToStatus(workspace_->RunAllReduce(member, record, in, *data), context_.rank);
 }
 
 absl::Status SimCustomBackend::AllReduce(Tensor& tensor, const DecisionRecord& record) {
-  observer_->OnBackendCall(record);
-  if (*faults_ != nullptr) {
-    if (absl::Status s = (*faults_)->BeforeCall(rank_, BackendKind::kCustom, record); !s.ok()) {
-      return s;
-    }
-  }
+  if (absl::Status s = context_.Enter(record); !s.ok()) return s;
   auto* data = static_cast<SimTensor*>(tensor.data);
-  // The protocol reads `in` and writes the tensor afresh.
   const SimTensor in = std::exchange(*data, SimTensor{});
-  return ToStatus(instance_->RunAllReduce(instance_->MemberOf(rank_), record, in, *data));
+  return ToStatus(instance_->RunAllReduce(instance_->MemberOf(context_.rank), record, in, *data),
+                  context_.rank);
 }
 
 absl::Status SimNcclBackend::AllReduce(Tensor& tensor, const DecisionRecord& record) {
-  observer_->OnBackendCall(record);
-  if (*faults_ != nullptr) {
-    if (absl::Status s = (*faults_)->BeforeCall(rank_, BackendKind::kNccl, record); !s.ok()) {
-      return s;
-    }
-  }
+  if (absl::Status s = context_.Enter(record); !s.ok()) return s;
   auto* data = static_cast<SimTensor*>(tensor.data);
   const SimTensor in = std::exchange(*data, SimTensor{});
-  comm_->AllReduce(comm_->MemberOf(rank_), tensor.desc.dtype, in, *data);
+  comm_->AllReduce(comm_->MemberOf(context_.rank), tensor.desc.dtype, in, *data);
   return absl::OkStatus();
 }
 

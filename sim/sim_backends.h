@@ -5,77 +5,68 @@
 #define LOCKSTEP_SIM_SIM_BACKENDS_H_
 
 #include "dispatch/backend.h"
-#include "kernels/protocol/lamport.h"
 #include "sim/context.h"
 #include "sim/custom_allreduce_memory.h"
+#include "sim/fault_plan.h"
 #include "sim/nccl_comm.h"
 #include "sim/workspace_memory.h"
 
 namespace lockstep {
 
-// Errors a backend call can raise instead of running (kernel launch failure,
-// sticky device error). Installed by the fault injector; none by default.
-class BackendFaults {
- public:
-  virtual ~BackendFaults() = default;
-  virtual absl::Status BeforeCall(int rank, BackendKind backend, const DecisionRecord& record) = 0;
-};
-
 // Sees every backend call before it runs (the rank's call log: a call that
-// never returns must still be on record for the hang report).
+// never returns must still be on record for the hang report). Returns the
+// call's index among the rank's dispatched calls.
 class CallObserver {
  public:
   virtual ~CallObserver() = default;
-  virtual void OnBackendCall(const DecisionRecord& record) = 0;
+  virtual int64_t OnBackendCall(const DecisionRecord& record) = 0;
+};
+
+// What every simulated backend of one rank shares.
+struct SimBackendContext {
+  int rank = 0;
+  CallObserver* observer = nullptr;
+  SimFaultPlan* const* faults = nullptr;  // the run's fault plan slot (may hold null)
+
+  // Logs the call and asks the fault plan whether the backend raises instead.
+  absl::Status Enter(const DecisionRecord& record) const;
 };
 
 // The fused kAllReduce / kARResidualRMSNorm kernel on a fusion workspace: runs
 // the Lamport protocols of kernels/protocol/ over simulated peer memory.
 class SimFusedBackend final : public FusedAllReduceBackend {
  public:
-  SimFusedBackend(int rank, SimWorkspace* workspace, protocol::SentinelTest sentinel,
-                  BackendFaults* const* faults, CallObserver* observer)
-      : rank_(rank),
-        workspace_(workspace),
-        sentinel_(sentinel),
-        faults_(faults),
-        observer_(observer) {}
+  SimFusedBackend(SimBackendContext context, SimWorkspace* workspace)
+      : context_(context), workspace_(workspace) {}
   absl::Status AllReduce(Tensor& tensor, const DecisionRecord& record) override;
+  SimWorkspace* workspace() const { return workspace_; }
+  void set_workspace(SimWorkspace* workspace) { workspace_ = workspace; }
 
  private:
-  int rank_;
+  SimBackendContext context_;
   SimWorkspace* workspace_;
-  protocol::SentinelTest sentinel_;
-  BackendFaults* const* faults_;  // the run's hook slot, filled after set-up
-  CallObserver* observer_;
 };
 
 class SimCustomBackend final : public CustomAllReduceBackend {
  public:
-  SimCustomBackend(int rank, SimCustomAllReduce* instance, BackendFaults* const* faults,
-                   CallObserver* observer)
-      : rank_(rank), instance_(instance), faults_(faults), observer_(observer) {}
+  SimCustomBackend(SimBackendContext context, SimCustomAllReduce* instance)
+      : context_(context), instance_(instance) {}
   absl::Status AllReduce(Tensor& tensor, const DecisionRecord& record) override;
 
  private:
-  int rank_;
+  SimBackendContext context_;
   SimCustomAllReduce* instance_;
-  BackendFaults* const* faults_;  // the run's hook slot, filled after set-up
-  CallObserver* observer_;
 };
 
 class SimNcclBackend final : public NcclBackend {
  public:
-  SimNcclBackend(int rank, SimComm* comm, BackendFaults* const* faults, CallObserver* observer)
-      : rank_(rank), comm_(comm), faults_(faults), observer_(observer) {}
+  SimNcclBackend(SimBackendContext context, SimComm* comm) : context_(context), comm_(comm) {}
   absl::Status AllReduce(Tensor& tensor, const DecisionRecord& record) override;
   SimComm* comm() const { return comm_; }
 
  private:
-  int rank_;
+  SimBackendContext context_;
   SimComm* comm_;
-  BackendFaults* const* faults_;  // the run's hook slot, filled after set-up
-  CallObserver* observer_;
 };
 
 }  // namespace lockstep

@@ -29,10 +29,11 @@ struct CallLog {
 };
 
 struct RankRuntime : CallObserver {
-  void OnBackendCall(const DecisionRecord& record) override {
-    ++calls_made;
+  int64_t OnBackendCall(const DecisionRecord& record) override {
     if (keep_decisions) calls.push_back(CallLog{current_object, current_site, record});
+    return static_cast<int64_t>(calls_made++);
   }
+  RankLocalState local;  // raw state; the votes below read every member's
   // What the rank program is dispatching (set before each call).
   int32_t current_object = 0;
   SiteRef current_site;
@@ -74,10 +75,14 @@ class SimRun {
   std::vector<std::vector<int32_t>> custom_of;  // [object][rank] -> customs index, -1
   std::vector<int32_t> attn_workspace_of;       // [rank] -> workspaces index, -1
   std::vector<int32_t> moe_workspace_of;
-  std::vector<bool> workspace_initialized;  // [workspace] voted at rendezvous
+  // What the members of each workspace reported at its rendezvous, ANDed.
+  struct WorkspaceVote {
+    bool allocated;
+    bool library_loaded;
+  };
+  std::vector<WorkspaceVote> workspace_votes;  // [workspace]
   SimMailbox mailbox;
   ReductionChecker checker;
-  BackendFaults* faults = nullptr;
   // Per rank: tokens added to what the workload says (a caller that passes
   // another shape on one rank; outside the dispatch contract).
   std::vector<int64_t> token_skew;

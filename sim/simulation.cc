@@ -12,9 +12,22 @@
 namespace lockstep {
 namespace {
 
-std::unique_ptr<SchedulePolicy> MakeSchedule(const std::string& name) {
-  (void)name;
-  return MakeRandomSchedule();
+// Scheduling steps a run is expected to take (PCT places its change points
+// among them): about three per rank-call.
+uint64_t ExpectedSteps(const Scenario& s, const ParallelLayout& layout) {
+  const int layers = s.workload.layers > 0 ? s.workload.layers : s.model.layers;
+  const uint64_t calls_per_rank =
+      static_cast<uint64_t>(s.workload.steps) *
+      static_cast<uint64_t>(2 + 3 * std::max(1, layers / layout.widths().pp));
+  return 3 * calls_per_rank * static_cast<uint64_t>(layout.world_size());
+}
+
+std::unique_ptr<SchedulePolicy> ScheduleFor(const Scenario& s, const ParallelLayout& layout,
+                                            const SimOptions& o) {
+  absl::StatusOr<std::unique_ptr<SchedulePolicy>> schedule =
+      MakeSchedule(o.schedule, layout.world_size(), ExpectedSteps(s, layout), o.seed);
+  // Simulate() validated the name; the random schedule covers direct users.
+  return schedule.ok() ? *std::move(schedule) : MakeRandomSchedule();
 }
 
 bool HasCustomAllReduce(const GroupObject& object) {
@@ -33,7 +46,7 @@ std::string GroupName(const ParallelLayout& layout, const GroupObject& object, G
 SimRun::SimRun(const Scenario& scenario, const ParallelLayout& layout,
                const DispatchPolicy& run_policy, const SimOptions& run_options)
     : ctx(scenario, layout, run_options.seed, run_options.exact_provenance,
-          MakeSchedule(run_options.schedule), run_options.keep_trace),
+          ScheduleFor(scenario, layout, run_options), run_options.keep_trace),
       policy(run_policy),
       options(run_options),
       ranks(static_cast<size_t>(layout.world_size())),
@@ -45,26 +58,49 @@ absl::Status SimRun::Setup() {
   const Scenario& s = ctx.scenario;
   const int world = layout.world_size();
   const auto& objects = layout.objects();
+  SimFaultPlan* plan = ctx.faults;
   tags = policy.TagGroups(layout, s.dispatch.fused_backend);
+  if (plan != nullptr) plan->AdjustTags(layout, tags);
+
+  // Each rank's raw local state, before anything is agreed.
+  for (int r = 0; r < world; ++r) {
+    RankLocalState& local = ranks[static_cast<size_t>(r)].local;
+    local.fused_backend_flag = s.dispatch.fused_backend;
+    local.fp32_acc_env = false;
+    if (plan != nullptr) plan->InitLocalState(r, local);
+  }
 
   // Fusion workspaces, each rendezvoused on one subgroup: attention-TP, and
-  // the MoE one on MOE_EP when moe_ep > 1, else MOE_TP. A workspace whose
-  // peers the kernel cannot reach fails to initialise on every rank (voted).
+  // the MoE one on MOE_EP when moe_ep > 1, else MOE_TP. Whether one is
+  // initialised, and whether the library is there, is voted across its
+  // members (a workspace the kernel cannot reach fails on all of them).
   attn_workspace_of.assign(static_cast<size_t>(world), -1);
   moe_workspace_of.assign(static_cast<size_t>(world), -1);
   const WorkspaceCapacity capacity{s.dispatch.max_tokens, s.model.hidden, s.dispatch.dtype};
-  auto make_workspaces = [&](WorkspaceKind kind, GroupRole role, std::vector<int32_t>& of) {
-    const GroupObject& object = layout.Object(role);
-    for (GroupId id : object.members) {
+  auto make_workspaces = [&](WorkspaceKind kind, GroupRole intended, std::vector<int32_t>& of) {
+    const SimFaultPlan::Binding binding = plan != nullptr
+                                              ? plan->BindWorkspaces(layout, kind, intended)
+                                              : SimFaultPlan::Binding{intended, 0};
+    for (GroupId id : layout.Object(binding.role).members) {
       if (layout.GroupSize(id) <= 1) continue;
       auto peers = layout.Peers(id);
       std::vector<int> members(peers.begin(), peers.end());
-      workspace_initialized.push_back(ctx.hardware.FusedKernelReachable(members));
+      bool all_allocated = ctx.hardware.FusedKernelReachable(members);
+      bool all_loaded = true;
+      for (int r : members) {
+        all_allocated &= ranks[static_cast<size_t>(r)].local.workspace_allocated;
+        all_loaded &= ranks[static_cast<size_t>(r)].local.library_loaded;
+      }
+      workspace_votes.push_back({all_allocated, all_loaded});
       workspaces.push_back(std::make_unique<SimWorkspace>(
           ctx, absl::StrFormat("%s%s", WorkspaceKindName(kind), layout.PeersToString(id)), kind,
           members, id, capacity));
-      for (int r : members)
+      if (binding.generation != 0) {
+        workspaces.back()->Rebind(members, id, binding.generation);
+      }
+      for (int r : members) {
         of[static_cast<size_t>(r)] = static_cast<int32_t>(workspaces.size() - 1);
+      }
     }
   };
   if (s.dispatch.fused_backend) {
@@ -83,8 +119,9 @@ absl::Status SimRun::Setup() {
       auto peers = layout.Peers(id);
       std::vector<int> members(peers.begin(), peers.end());
       comms.push_back(std::make_unique<SimComm>(ctx, GroupName(layout, objects[o], id), members));
-      for (int r : members)
+      for (int r : members) {
         comm_of[o][static_cast<size_t>(r)] = static_cast<int32_t>(comms.size() - 1);
+      }
       if (s.dispatch.custom_allreduce && HasCustomAllReduce(objects[o])) {
         customs.push_back(
             std::make_unique<SimCustomAllReduce>(ctx, GroupName(layout, objects[o], id), members));
@@ -95,19 +132,23 @@ absl::Status SimRun::Setup() {
     }
   }
 
-  const protocol::SentinelTest sentinel = protocol::SentinelTest::kExactBits;
   for (int r = 0; r < world; ++r) {
     RankRuntime& rt = ranks[static_cast<size_t>(r)];
     rt.keep_decisions = options.keep_decisions;
+    const SimBackendContext backend_context{r, &rt, &ctx.faults};
+    bool library_available = false;
     auto view = [&](int32_t index, WorkspaceKind kind) {
       Workspace w;
       if (index < 0) return w;
       const SimWorkspace& inst = *workspaces[static_cast<size_t>(index)];
+      const WorkspaceVote& vote = workspace_votes[static_cast<size_t>(index)];
       w.kind = kind;
       w.group = inst.group();
       w.world_size = static_cast<int>(inst.peers().size());
       w.capacity = inst.capacity();
-      w.initialized = workspace_initialized[static_cast<size_t>(index)];
+      w.generation = inst.generation();
+      w.initialized = policy.WorkspaceInitialized(rt.local.workspace_allocated, vote.allocated);
+      library_available |= policy.LibraryAvailable(rt.local.library_loaded, vote.library_loaded);
       return w;
     };
     rt.attn_workspace = view(attn_workspace_of[static_cast<size_t>(r)], WorkspaceKind::kAttnTp);
@@ -121,21 +162,22 @@ absl::Status SimRun::Setup() {
       auto peers = layout.Peers(group);
       const WorkspaceKind hint = tags.ForObject(static_cast<int>(o));
       GroupBackends backends;
+      backends.local = &rt.local;
       const int32_t ws_index =
           hint == WorkspaceKind::kAttnTp ? attn_workspace_of[static_cast<size_t>(r)]
           : hint == WorkspaceKind::kMoe  ? moe_workspace_of[static_cast<size_t>(r)]
                                          : -1;
       if (size > 1 && ws_index >= 0) {
         rt.fused[o] = std::make_unique<SimFusedBackend>(
-            r, workspaces[static_cast<size_t>(ws_index)].get(), sentinel, &faults, &rt);
+            backend_context, workspaces[static_cast<size_t>(ws_index)].get());
         rt.fused[o]->set_agreed(FusedAgreedState{
-            s.dispatch.fused_backend,
+            s.dispatch.fused_backend && library_available,
             hint == WorkspaceKind::kAttnTp ? &rt.attn_workspace : &rt.moe_workspace, group, size});
         backends.fused = rt.fused[o].get();
       }
       if (const int32_t c = custom_of[o][static_cast<size_t>(r)]; c >= 0) {
-        rt.custom[o] = std::make_unique<SimCustomBackend>(r, customs[static_cast<size_t>(c)].get(),
-                                                          &faults, &rt);
+        rt.custom[o] = std::make_unique<SimCustomBackend>(backend_context,
+                                                          customs[static_cast<size_t>(c)].get());
         std::vector<int> members(peers.begin(), peers.end());
         rt.custom[o]->set_agreed(CustomAgreedState{true, s.dispatch.custom_max_bytes, size,
                                                    ctx.hardware.FullNvlink(members),
@@ -144,12 +186,17 @@ absl::Status SimRun::Setup() {
       }
       if (const int32_t c = comm_of[o][static_cast<size_t>(r)]; c >= 0) {
         rt.nccl[o] =
-            std::make_unique<SimNcclBackend>(r, comms[static_cast<size_t>(c)].get(), &faults, &rt);
+            std::make_unique<SimNcclBackend>(backend_context, comms[static_cast<size_t>(c)].get());
         backends.nccl = rt.nccl[o].get();
       }
       rt.coordinators.push_back(std::make_unique<GroupCoordinator>(
           objects[o].name, group, size, layout.RankInGroup(group, r), hint, backends, &policy));
     }
+  }
+  ctx.scheduler.set_pending_work(
+      [this](uint64_t step, bool idle) { return ctx.RunDeferred(step, idle); });
+  if (plan != nullptr) {
+    if (absl::Status st = plan->AfterSetup(*this); !st.ok()) return st;
   }
   for (int r = 0; r < world; ++r) {
     ctx.scheduler.Spawn(
@@ -254,6 +301,18 @@ SimResult SimRun::Analyze() {
     return result;
   }
   const std::vector<int> blocked = ctx.scheduler.BlockedRanks();
+  std::vector<int> dead;
+  for (int r = 0; r < ctx.scheduler.num_ranks(); ++r) {
+    if (ctx.scheduler.status(r) == RankStatus::kDead) dead.push_back(r);
+  }
+  if (blocked.empty() && !dead.empty()) {
+    result.verdict = Verdict::kFailStop;
+    result.summary =
+        absl::StrFormat("rank%s %s died; every other rank finished, and the launcher stops the job",
+                        dead.size() > 1 ? "s" : "", RankRanges(dead));
+    result.details = {{"dead_ranks", dead}};
+    return result;
+  }
   if (blocked.empty()) {
     result.verdict = Verdict::kClean;
     result.summary =
@@ -269,6 +328,28 @@ SimResult SimRun::Analyze() {
   int64_t first_timeout = -1;
   int first_timeout_rank = -1;
   std::string first_timeout_kind;
+  // Waits a fault made hopeless: on a dead rank or on a write it destroyed,
+  // directly or through ranks that are themselves stuck that way. Only those
+  // are rescued, loudly, by the bounded waits and the watchdog.
+  std::vector<bool> hopeless(static_cast<size_t>(ctx.scheduler.num_ranks()), false);
+  for (int r : dead) hopeless[static_cast<size_t>(r)] = true;
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (int r : blocked) {
+      if (hopeless[static_cast<size_t>(r)]) continue;
+      const BlockReason& reason = ctx.scheduler.reason(r);
+      bool stuck = reason.waitable->WaitsOnLostWrite(r, reason.detail);
+      for (int target : reason.waitable->WaitsOn(r, reason.detail)) {
+        stuck |= hopeless[static_cast<size_t>(target)];
+      }
+      if (stuck) {
+        hopeless[static_cast<size_t>(r)] = true;
+        changed = true;
+      }
+    }
+  }
+  const bool all_hopeless = std::all_of(blocked.begin(), blocked.end(),
+                                        [&](int r) { return hopeless[static_cast<size_t>(r)]; });
   for (int r : blocked) {
     const BlockReason& reason = ctx.scheduler.reason(r);
     const std::string what = reason.waitable->DescribeWait(r, reason.detail);
@@ -289,7 +370,27 @@ SimResult SimRun::Analyze() {
                            absl::StrReplaceAll(what, {{"\"", "'"}}));
     for (int target : on) dot += absl::StrFormat("  r%d -> r%d;\n", r, target);
   }
+  for (int r : dead)
+    dot += absl::StrFormat("  r%d [label=\"rank %d\\ndead\", style=dashed];\n", r, r);
   dot += "}\n";
+  result.wait_for_dot = std::move(dot);
+  if (all_hopeless) {
+    result.verdict = Verdict::kFailStop;
+    result.summary = absl::StrFormat(
+        "ranks %s wait for %s; %s of rank %d fires at %.3f ms virtual time and the job stops",
+        RankRanges(blocked),
+        dead.empty()
+            ? std::string("writes an injected fault destroyed")
+            : absl::StrFormat("dead rank%s %s", dead.size() > 1 ? "s" : "", RankRanges(dead)),
+        first_timeout_kind, first_timeout_rank, static_cast<double>(first_timeout) / 1e6);
+    result.details = {{"blocked", waits},
+                      {"dead_ranks", dead},
+                      {"fires",
+                       {{"what", first_timeout_kind},
+                        {"rank", first_timeout_rank},
+                        {"virtual_time_ns", first_timeout}}}};
+    return result;
+  }
   std::string decision_line;
   nlohmann::json divergence = FirstDivergentDecision(*this, &decision_line);
   result.verdict = Verdict::kHang;
@@ -299,18 +400,29 @@ SimResult SimRun::Analyze() {
                             : absl::StrFormat("; first divergent decision: %s", decision_line));
   result.details = {{"blocked", waits},
                     {"first_divergent_decision", divergence},
+                    {"dead_ranks", dead},
                     {"would_fire",
                      {{"what", first_timeout_kind},
                       {"rank", first_timeout_rank},
                       {"virtual_time_ns", first_timeout}}}};
-  result.wait_for_dot = std::move(dot);
   return result;
 }
 
 absl::StatusOr<SimResult> Simulate(const Scenario& scenario, const SimOptions& options,
                                    const PolicyRegistry& registry) {
+  if (!scenario.faults.empty() && options.faults == nullptr) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "scenario '%s' declares %d fault(s) but the run has no fault plan to inject them "
+        "(run it through lockstep sim, or pass SimOptions::faults)",
+        scenario.name, scenario.faults.size()));
+  }
   absl::StatusOr<ParallelLayout> layout = ParallelLayout::Build(scenario.parallel);
   if (!layout.ok()) return layout.status();
+  if (absl::StatusOr<std::unique_ptr<SchedulePolicy>> schedule =
+          MakeSchedule(options.schedule, layout->world_size(), 1, options.seed);
+      !schedule.ok()) {
+    return schedule.status();
+  }
   const std::string& policy_name =
       options.policy.empty() ? scenario.dispatch.policy : options.policy;
   absl::StatusOr<std::unique_ptr<DispatchPolicy>> policy = registry.Create(policy_name);
@@ -318,6 +430,7 @@ absl::StatusOr<SimResult> Simulate(const Scenario& scenario, const SimOptions& o
 
   auto run_once = [&](const SimOptions& o) -> absl::StatusOr<SimResult> {
     SimRun run(scenario, *layout, **policy, o);
+    run.ctx.faults = o.faults;
     if (absl::Status s = run.Setup(); !s.ok()) return s;
     if (o.customize) o.customize(run);
     run.Execute();

@@ -20,6 +20,7 @@
 namespace lockstep {
 
 class SimRun;
+class SimFaultPlan;
 
 struct SimOptions {
   uint64_t seed = 1;
@@ -28,8 +29,11 @@ struct SimOptions {
   bool exact_provenance = false;  // name contributors without a rerun (slower)
   bool keep_trace = true;         // keep events for the trace file
   bool keep_decisions = true;     // keep decision records (explains hangs)
-  // Called once the run is built, before any rank runs: where faults change
-  // rank-local state, bindings and backends (sim_run.h).
+  // The faults of the run (faults/ builds them from the scenario's list or a
+  // swarm draw). Required when the scenario declares faults. Not owned.
+  SimFaultPlan* faults = nullptr;
+  // Called once the run is built, before any rank runs (tests reach into
+  // sim_run.h through it).
   std::function<void(SimRun&)> customize;
 };
 

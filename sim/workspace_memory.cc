@@ -28,8 +28,10 @@ int SimWorkspace::MemberOf(int rank) const {
 }
 
 protocol::ProtocolStatus SimWorkspace::RunAllReduce(int member, const DecisionRecord& d,
-                                                    const SimTensor& in, SimTensor& out,
-                                                    protocol::SentinelTest sentinel) {
+                                                    const SimTensor& in, SimTensor& out) {
+  const protocol::SentinelTest sentinel = (d.kernel_flags & kExactSentinel) != 0
+                                              ? protocol::SentinelTest::kExactBits
+                                              : protocol::SentinelTest::kZeroAndSignbit;
   LamportMem mem(*this, member, in, out, d.fp32_acc, sentinel);
   protocol::AllReduceArgs args;
   args.rank = member;
@@ -37,10 +39,35 @@ protocol::ProtocolStatus SimWorkspace::RunAllReduce(int member, const DecisionRe
   args.elems = in.elems;
   args.elem = ctx_.elem;
   args.sentinel = sentinel;
-  args.ftz = ctx_.scenario.workload.ftz;
+  args.ftz = ctx_.scenario.workload.ftz || (ctx_.faults != nullptr && ctx_.faults->ForcesFtz());
+  args.sanitize = (d.kernel_flags & kSanitizeInputs) != 0;
+  args.verify_clear = (d.kernel_flags & kVerifyClear) != 0;
   out.elems = in.elems;
   return d.algorithm == Algorithm::kTwoShot ? protocol::TwoShotAllReduce(mem, args)
                                             : protocol::OneShotAllReduce(mem, args);
+}
+
+void SimWorkspace::Rebind(std::vector<int> peers, GroupId group, uint32_t generation) {
+  peers_ = std::move(peers);
+  group_ = group;
+  generation_ = generation;
+  members_.assign(peers_.size(), Member{});
+  hop_.clear();
+  for (int from : peers_) {
+    for (int to : peers_) hop_.push_back(&ctx_.hardware.Spec(ctx_.hardware.Hop(from, to)));
+  }
+}
+
+bool SimWorkspace::WaitsOnLostWrite(int, int64_t detail) const {
+  const Member& m = members_[static_cast<size_t>(detail)];
+  if (m.waiter.writer < 0) return false;
+  for (const LostWrite& w : lost_) {
+    if (w.target == static_cast<int32_t>(detail) && w.writer == m.waiter.writer &&
+        w.epoch == m.state.calls + 1) {
+      return true;
+    }
+  }
+  return false;
 }
 
 std::string SimWorkspace::DescribeWait(int rank, int64_t detail) const {
@@ -59,6 +86,21 @@ std::vector<int> SimWorkspace::WaitsOn(int, int64_t detail) const {
   return {peers_[static_cast<size_t>(w.writer)]};
 }
 
+void LamportMem::Clear(uint32_t buffer, int64_t offset, int64_t len) {
+  if (ctx_.faults != nullptr && ctx_.faults->DropsClear(rank_, epoch_)) return;
+  ws_.members_[static_cast<size_t>(member_)].buffers[buffer].Clear(offset, offset + len);
+}
+
+bool LamportMem::VerifyCleared(uint32_t buffer, int64_t offset, int64_t len) {
+  SimChunk left;
+  int64_t ready = 0;
+  ws_.members_[static_cast<size_t>(member_)].buffers[buffer].Read(offset, offset + len, left,
+                                                                  &ready);
+  if (left.pieces.empty()) return true;
+  failure_ = protocol::ProtocolStatus{protocol::ProtocolError::kClearFailed, -1, buffer, offset};
+  return false;
+}
+
 LamportMem::Value LamportMem::LoadInput(int64_t pos, int64_t len) {
   SimChunk chunk;
   in_.runs.Read(pos, pos + len, chunk);
@@ -74,17 +116,37 @@ void LamportMem::Push(int32_t peer, uint32_t buffer, int64_t offset, const Value
         *ws_.hop_[static_cast<size_t>(member_) * ws_.peers_.size() + static_cast<size_t>(peer)];
     ready += static_cast<int64_t>(hop.latency_us * 1e3 +
                                   static_cast<double>(bytes) / hop.bandwidth_gbps + 0.5);
+    if (ctx_.faults != nullptr) {
+      if (ctx_.faults->DropsPush(rank_, target, epoch_)) {
+        ws_.lost_.push_back({member_, peer, epoch_});
+        return;
+      }
+      if (const int delay = ctx_.faults->DelaysPush(rank_, target, epoch_); delay > 0) {
+        // The store lands after `delay` more scheduling steps.
+        SimWorkspace* ws = &ws_;
+        const int writer = rank_;
+        ctx_.Defer(static_cast<uint64_t>(delay), [ws, writer, peer, buffer, offset, v, ready] {
+          ws->Store(writer, peer, buffer, offset, v, ready);
+        });
+        return;
+      }
+    }
   }
-  SimWorkspace::Member& m = ws_.members_[static_cast<size_t>(peer)];
+  ws_.Store(rank_, peer, buffer, offset, v, ready);
+}
+
+void SimWorkspace::Store(int writer, int32_t peer, uint32_t buffer, int64_t offset,
+                         const SimChunk& v, int64_t ready_ns) {
+  Member& m = members_[static_cast<size_t>(peer)];
   int64_t at = offset;
   for (const Piece& p : v.pieces) {
-    m.buffers[buffer].Write(Run{at, at + p.len, p.value, p.src, ready, rank_});
+    m.buffers[buffer].Write(Run{at, at + p.len, p.value, p.src, ready_ns, writer});
     at += p.len;
   }
-  SimWorkspace::Waiter& w = m.waiter;
+  Waiter& w = m.waiter;
   if (w.active && w.buffer == buffer && offset < w.offset + w.len && w.offset < offset + v.len) {
     w.active = false;
-    ctx_.scheduler.Wake(target);
+    ctx_.scheduler.Wake(peers_[static_cast<size_t>(peer)]);
   }
 }
 
@@ -94,8 +156,7 @@ bool LamportMem::Wait(uint32_t buffer, int64_t offset, int64_t len, int32_t writ
   while (true) {
     out->pieces.clear();
     int64_t ready = 0;
-    if (runs.Read(offset, offset + len, *out, &ready) &&
-        !ChunkHasSentinel(*out, sentinel_, ctx_.scenario.workload.ftz)) {
+    if (runs.Read(offset, offset + len, *out, &ready) && !ChunkHasSentinel(*out, sentinel_, ftz_)) {
       ctx_.AdvanceTo(rank_, ready);
       return true;
     }

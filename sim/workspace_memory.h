@@ -41,8 +41,7 @@ class SimWorkspace : public Waitable {
   // protocol the decision chose. Returns only when the protocol completes; a
   // rank whose protocol cannot complete stays blocked.
   protocol::ProtocolStatus RunAllReduce(int member, const DecisionRecord& decision,
-                                       const SimTensor& in, SimTensor& out,
-                                       protocol::SentinelTest sentinel);
+                                        const SimTensor& in, SimTensor& out);
 
   // For faults: a member's control block and buffers.
   protocol::LamportState& State(int member) { return members_[static_cast<size_t>(member)].state; }
@@ -52,9 +51,25 @@ class SimWorkspace : public Waitable {
 
   std::string DescribeWait(int rank, int64_t detail) const override;
   std::vector<int> WaitsOn(int rank, int64_t detail) const override;
+  bool WaitsOnLostWrite(int rank, int64_t detail) const override;
+
+  // Lands `v` (written by global rank `writer`) in member `peer`'s `buffer` at
+  // `offset`, waking the member if it polls that range.
+  void Store(int writer, int32_t peer, uint32_t buffer, int64_t offset, const SimChunk& v,
+             int64_t ready_ns);
+
+  // Re-binds the workspace to another peer set (a fault's stale binding).
+  void Rebind(std::vector<int> peers, GroupId group, uint32_t generation);
+  uint32_t generation() const { return generation_; }
 
  private:
   friend class LamportMem;
+  // A push a fault destroyed: `writer` to member `target`, call `epoch`.
+  struct LostWrite {
+    int32_t writer;
+    int32_t target;
+    uint64_t epoch;
+  };
   struct Waiter {
     bool active = false;
     uint32_t buffer = 0;
@@ -74,7 +89,9 @@ class SimWorkspace : public Waitable {
   std::vector<int> peers_;
   GroupId group_;
   WorkspaceCapacity capacity_;
+  uint32_t generation_ = 0;
   std::vector<Member> members_;
+  std::vector<LostWrite> lost_;
   // hop_[from * peers + to]: the link a push from member `from` to `to` takes.
   std::vector<const HopSpec*> hop_;
 };
@@ -93,6 +110,9 @@ class LamportMem {
         ctx_(ws.ctx_),
         member_(member),
         rank_(ws.peers_[static_cast<size_t>(member)]),
+        epoch_(ws.members_[static_cast<size_t>(member)].state.calls + 1),
+        ftz_(ws.ctx_.scenario.workload.ftz ||
+             (ws.ctx_.faults != nullptr && ws.ctx_.faults->ForcesFtz())),
         in_(in),
         out_(out),
         fp32_acc_(fp32_acc),
@@ -106,9 +126,8 @@ class LamportMem {
   void Sanitize(Value& v) { SanitizeChunk(ctx_, v); }
   void Push(int32_t peer, uint32_t buffer, int64_t offset, const Value& v);
   bool Wait(uint32_t buffer, int64_t offset, int64_t len, int32_t writer, Value* out);
-  void Clear(uint32_t buffer, int64_t offset, int64_t len) {
-    ws_.members_[static_cast<size_t>(member_)].buffers[buffer].Clear(offset, offset + len);
-  }
+  void Clear(uint32_t buffer, int64_t offset, int64_t len);
+  bool VerifyCleared(uint32_t buffer, int64_t offset, int64_t len);
   Acc Zero() const {
     Acc a;
     a.fp32 = fp32_acc_;
@@ -121,22 +140,22 @@ class LamportMem {
   }
   protocol::LamportState& State() { return ws_.members_[static_cast<size_t>(member_)].state; }
   bool ArriveLast() { return true; }
-  // The only way a simulated wait is abandoned: the run is shutting down.
-  protocol::ProtocolStatus Failure() const {
-    protocol::ProtocolStatus s;
-    s.error = protocol::ProtocolError::kAborted;
-    return s;
-  }
+  // Why the protocol stopped: a failed clear verification, or (the only way a
+  // simulated wait is abandoned) the run shutting down.
+  protocol::ProtocolStatus Failure() const { return failure_; }
 
  private:
   SimWorkspace& ws_;
   SimContext& ctx_;
   int member_;
   int rank_;
+  uint64_t epoch_;  // this call on the workspace, 1-based
+  bool ftz_;        // the kernel runs with flush-to-zero
   const SimTensor& in_;
   SimTensor& out_;
   bool fp32_acc_;
   protocol::SentinelTest sentinel_;
+  protocol::ProtocolStatus failure_{protocol::ProtocolError::kAborted, -1, 0, 0};
 };
 
 }  // namespace lockstep

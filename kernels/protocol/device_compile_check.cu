@@ -55,6 +55,9 @@ struct CheckMem {
   __device__ void Clear(uint32_t buffer, int64_t offset, int64_t) {
     my_buffers[buffer * buffer_elems + offset] = NegZeroBits(elem);
   }
+  __device__ bool VerifyCleared(uint32_t buffer, int64_t offset, int64_t) {
+    return my_buffers[buffer * buffer_elems + offset] == NegZeroBits(elem);
+  }
   __device__ Acc Zero() const { return Acc{0.0f}; }
   __device__ void Add(Acc& acc, const Value& v) { acc.sum += ToFloat(v, elem); }
   __device__ Value Finish(const Acc& acc) { return FromFloat(acc.sum, elem); }

@@ -84,6 +84,7 @@ enum class ProtocolError : uint8_t {
   kNone = 0,
   kWaitExpired = 1,  // a bounded wait ran out of time
   kAborted = 2,      // the host raised the abort word
+  kClearFailed = 3,  // the previous call's buffer still held data after it was cleared
 };
 
 // The status a protocol call reports: on failure, which peer (index in the
@@ -106,7 +107,30 @@ struct AllReduceArgs {
   Elem elem = Elem::kBf16;
   SentinelTest sentinel = SentinelTest::kExactBits;
   bool ftz = false;
+  // Rewrite −0 inputs to +0 before pushing (without it, a −0 input reads as
+  // the sentinel and its readers wait forever).
+  bool sanitize = true;
+  // Read the cleared region back: stale data left by a clear that did not
+  // take would otherwise be read as the next call's data, silently.
+  bool verify_clear = true;
 };
+
+// Clears what the previous call left in the previous buffer and, with
+// `verify_clear`, checks that it reads as the sentinel again. Shared by the
+// one-shot and two-shot protocols.
+template <class Mem>
+LS_HD bool ClearPreviousBuffer(Mem& mem, const LamportCall& call, const AllReduceArgs& a) {
+  for (int64_t pos = mem.FirstChunk(0); pos < call.clear_elems; pos += mem.ChunkStride()) {
+    mem.Clear(call.clear_buffer, pos, mem.ChunkLen(pos, call.clear_elems));
+  }
+  if (!a.verify_clear) return true;
+  for (int64_t pos = mem.FirstChunk(0); pos < call.clear_elems; pos += mem.ChunkStride()) {
+    if (!mem.VerifyCleared(call.clear_buffer, pos, mem.ChunkLen(pos, call.clear_elems))) {
+      return false;
+    }
+  }
+  return true;
+}
 
 }  // namespace lockstep::protocol
 

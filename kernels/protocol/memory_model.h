@@ -29,6 +29,8 @@
 //   // wait expired or abort); the Mem then holds the failure status.
 //   bool Wait(uint32_t buffer, int64_t offset, int64_t len, int32_t writer, Value* out);
 //   void Clear(uint32_t buffer, int64_t offset, int64_t len); // write the sentinel
+//   bool VerifyCleared(uint32_t buffer, int64_t offset, int64_t len);  // all sentinel again?
+//                                                             // (false: Failure() says so)
 //   Acc Zero();
 //   void Add(Acc& acc, const Value& v);                       // in the order called
 //   Value Finish(const Acc& acc);                             // convert to the element type

@@ -31,17 +31,14 @@ LS_HD ProtocolStatus OneShotAllReduce(Mem& mem, const AllReduceArgs& a) {
   // next peer so that ranks do not all write to peer 0 first.
   for (int64_t pos = mem.FirstChunk(0); pos < a.elems; pos += mem.ChunkStride()) {
     typename Mem::Value v = mem.LoadInput(pos, mem.ChunkLen(pos, a.elems));
-    mem.Sanitize(v);
+    if (a.sanitize) mem.Sanitize(v);
     for (int32_t k = 1; k <= a.world; ++k) {
       const int32_t peer = (a.rank + k) % a.world;
       mem.Push(peer, call.buffer, OneShotSlotOffset(a.rank, a.elems) + pos, v);
     }
   }
 
-  // Clear what the previous call left in the previous buffer.
-  for (int64_t pos = mem.FirstChunk(0); pos < call.clear_elems; pos += mem.ChunkStride()) {
-    mem.Clear(call.clear_buffer, pos, mem.ChunkLen(pos, call.clear_elems));
-  }
+  if (!ClearPreviousBuffer(mem, call, a)) return mem.Failure();
 
   // Poll and reduce in fixed rank order.
   for (int64_t pos = mem.FirstChunk(0); pos < a.elems; pos += mem.ChunkStride()) {

@@ -59,14 +59,12 @@ LS_HD ProtocolStatus TwoShotAllReduce(Mem& mem, const AllReduceArgs& a) {
     const int64_t hi = TwoShotOwnerEnd(owner, a.world, a.elems);
     for (int64_t pos = mem.FirstChunk(lo); pos < hi; pos += mem.ChunkStride()) {
       typename Mem::Value v = mem.LoadInput(pos, mem.ChunkLen(pos, hi));
-      mem.Sanitize(v);
+      if (a.sanitize) mem.Sanitize(v);
       mem.Push(owner, call.buffer, static_cast<int64_t>(a.rank) * chunk + (pos - lo), v);
     }
   }
 
-  for (int64_t pos = mem.FirstChunk(0); pos < call.clear_elems; pos += mem.ChunkStride()) {
-    mem.Clear(call.clear_buffer, pos, mem.ChunkLen(pos, call.clear_elems));
-  }
+  if (!ClearPreviousBuffer(mem, call, a)) return mem.Failure();
 
   // Stage 2: reduce my range in rank order and push it to everyone.
   const int64_t my_lo = TwoShotOwnerBegin(a.rank, a.world, a.elems);

@@ -4,10 +4,10 @@
 
 #include "dispatch/group_layout.h"
 #include "dispatch/policy.h"
+#include "faults/mutants.h"
 #include "sim/cli/commands.h"
 #include "sim/cli/flags.h"
 #include "sim/layout_report.h"
-#include "sim/policies.h"
 
 namespace lockstep::cli {
 
@@ -43,7 +43,8 @@ int RunLayout(std::span<const std::string> args, std::ostream& out, std::ostream
     err << "lockstep layout: " << layout.status().message() << "\n";
     return kExitUsage;
   }
-  absl::StatusOr<std::unique_ptr<DispatchPolicy>> policy = MakePolicyRegistry().Create(policy_name);
+  absl::StatusOr<std::unique_ptr<DispatchPolicy>> policy =
+      faults::MakePolicyRegistry().Create(policy_name);
   if (!policy.ok()) {
     err << "lockstep layout: " << policy.status().message() << "\n";
     return kExitUsage;

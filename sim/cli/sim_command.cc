@@ -4,9 +4,10 @@
 #include <iostream>
 
 #include "absl/strings/str_format.h"
+#include "faults/mutants.h"
+#include "faults/runner.h"
 #include "sim/cli/commands.h"
 #include "sim/cli/flags.h"
-#include "sim/policies.h"
 #include "sim/report.h"
 #include "sim/scenario_yaml.h"
 #include "sim/simulation.h"
@@ -41,6 +42,7 @@ int RunSim(std::span<const std::string> args, std::ostream& out, std::ostream& e
   flags.AddString("dot", &dot_path, "write the wait-for graph (Graphviz DOT) here on a hang");
   flags.AddString("catalogue", &catalogue, "catalogue directory (hardware/, models/)");
   flags.AddBool("exact", &options.exact_provenance, "track exact contributor sets throughout");
+  flags.AddString("schedule", &options.schedule, "random (default), pct or pct:D");
   flags.AddBool("json", &json, "print the JSON report instead of text");
   if (absl::Status s = flags.Parse(args); !s.ok()) {
     err << "lockstep sim: " << s.message() << "\n" << flags.Usage();
@@ -56,8 +58,8 @@ int RunSim(std::span<const std::string> args, std::ostream& out, std::ostream& e
     return kExitUsage;
   }
   options.keep_trace = !trace_path.empty();
-  const PolicyRegistry registry = MakePolicyRegistry();
-  absl::StatusOr<SimResult> result = Simulate(*scenario, options, registry);
+  const PolicyRegistry registry = faults::MakePolicyRegistry();
+  absl::StatusOr<SimResult> result = faults::SimulateWithFaults(*scenario, options, registry);
   if (!result.ok()) {
     err << "lockstep sim: " << result.status().message() << "\n";
     return kExitUsage;

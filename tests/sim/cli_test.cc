@@ -104,8 +104,8 @@ TEST(SimCommandTest, WritesAReplayableReportATraceAndNoDotWithoutAHang) {
   const std::string report = dir + "/report.json", trace = dir + "/trace.json",
                     dot = dir + "/graph.dot";
   std::remove(dot.c_str());
-  const Result r = RunLockstep({"sim", Catalogue("tp8-llama3-h200"), "--report", report, "--trace",
-                                trace, "--dot", dot});
+  const Result r = RunLockstep(
+      {"sim", Catalogue("tp8-llama3-h200"), "--report", report, "--trace", trace, "--dot", dot});
   ASSERT_EQ(r.code, kExitOk) << r.err;
   const nlohmann::json j = nlohmann::json::parse(ReadAll(report));
   EXPECT_EQ(j["verdict"], "clean");
@@ -127,8 +127,8 @@ TEST(SimCommandTest, JsonOutputIsTheReport) {
 TEST(SimCommandTest, BadScenarioExitsTwoNamingFileAndLine) {
   const std::string path = ::testing::TempDir() + "/bad.yaml";
   std::ofstream(path) << "name: x\nhardware: h200x8\nparallel: {tp: 2}\nmodell: llama-3-70b\n";
-  const Result r = RunLockstep(
-      {"sim", path, "--catalogue", std::string(LOCKSTEP_SOURCE_DIR) + "/topologies"});
+  const Result r =
+      RunLockstep({"sim", path, "--catalogue", std::string(LOCKSTEP_SOURCE_DIR) + "/topologies"});
   EXPECT_EQ(r.code, kExitUsage);
   EXPECT_THAT(r.err, HasSubstr("bad.yaml:4: modell: unknown key; did you mean 'model'?"));
 }
@@ -143,8 +143,8 @@ TEST(SimCommandTest, UnexpectedVerdictExitsOne) {
   const std::string path = ::testing::TempDir() + "/expect_hang.yaml";
   std::ofstream(path) << "name: x\nhardware: h200x8\nparallel: {tp: 2}\nmodel: llama-3-70b\n"
                          "workload: {layers: 1}\nexpect: hang\n";
-  const Result r = RunLockstep(
-      {"sim", path, "--catalogue", std::string(LOCKSTEP_SOURCE_DIR) + "/topologies"});
+  const Result r =
+      RunLockstep({"sim", path, "--catalogue", std::string(LOCKSTEP_SOURCE_DIR) + "/topologies"});
   EXPECT_EQ(r.code, kExitUnexpected);
   EXPECT_THAT(r.out, HasSubstr("verdict: clean (expected hang - NOT AS EXPECTED)"));
 }

@@ -169,11 +169,11 @@ TEST(HazardTest, HybridPostExpertsFusedIntoTheNextLayerReducesOverHalfThePeers) 
   EXPECT_THAT(Ints(c["missing"]), ::testing::Not(::testing::Contains(rank)));
 }
 
-class RaiseOnRank : public BackendFaults {
+class RaiseOnRank : public SimFaultPlan {
  public:
   explicit RaiseOnRank(int rank) : rank_(rank) {}
-  absl::Status BeforeCall(int rank, BackendKind backend, const DecisionRecord&) override {
-    if (rank == rank_ && backend == BackendKind::kFused) {
+  absl::Status BeforeBackendCall(int rank, int64_t, const DecisionRecord& record) override {
+    if (rank == rank_ && record.backend == BackendKind::kFused) {
       return absl::InternalError("CUDA error: an illegal memory access was encountered");
     }
     return absl::OkStatus();
@@ -186,7 +186,7 @@ class RaiseOnRank : public BackendFaults {
 TEST(HazardTest, ARankThatRaisesInTheKernelStopsTheJob) {
   RaiseOnRank raise(5);
   SimOptions o;
-  o.customize = [&raise](SimRun& run) { run.faults = &raise; };
+  o.faults = &raise;
   const SimResult r = Simulated(ScenarioFromYaml(kTp8), o);
   ASSERT_EQ(r.verdict, Verdict::kFailStop) << r.summary;
   EXPECT_EQ(r.details["rank"], 5);

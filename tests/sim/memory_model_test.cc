@@ -140,7 +140,9 @@ TEST(SchedulerTest, ADeadlockLeavesRanksBlockedWithTheirReasons) {
   for (int r = 0; r < 2; ++r) {
     s.Spawn(
         r,
-        [&s, &gate] { EXPECT_FALSE(s.Block(BlockReason{&gate, 0, 0})) << "woken only by shutdown"; },
+        [&s, &gate] {
+          EXPECT_FALSE(s.Block(BlockReason{&gate, 0, 0})) << "woken only by shutdown";
+        },
         64 * 1024);
   }
   s.Run();

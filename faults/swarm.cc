@@ -1,0 +1,81 @@
+#include "faults/swarm.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "faults/fault_kinds.h"
+#include "sim/rng.h"
+
+namespace lockstep::faults {
+
+int64_t EstimatedCallsPerRank(const Scenario& s, const ParallelLayout& layout) {
+  const int layers = s.workload.layers > 0 ? s.workload.layers : s.model.layers;
+  const int per_stage = std::max(1, layers / layout.widths().pp);
+  // Embedding, attention and MLP (up to two MoE reductions) per layer.
+  return static_cast<int64_t>(s.workload.steps) * (2 + 3 * per_stage);
+}
+
+std::vector<FaultSpec> DrawSwarmFaults(const Scenario& scenario, const ParallelLayout& layout,
+                                       uint64_t seed, int max_kinds) {
+  Rng rng(seed ^ 0x5ca1ab1e0ddba11ull);
+  std::vector<const FaultKindInfo*> on;
+  for (const FaultKindInfo& kind : AllFaultKinds()) {
+    if (!kind.applies(scenario, layout)) continue;
+    if (rng.Chance(1, 2)) on.push_back(&kind);
+  }
+  // Keep a random `max_kinds` of them (Fisher-Yates prefix).
+  for (size_t i = 0; i < on.size() && static_cast<int>(i) < max_kinds; ++i) {
+    std::swap(on[i], on[i + rng.Below(on.size() - i)]);
+  }
+  if (static_cast<int>(on.size()) > max_kinds) on.resize(static_cast<size_t>(max_kinds));
+
+  const int64_t calls = std::max<int64_t>(1, EstimatedCallsPerRank(scenario, layout));
+  const int world = layout.world_size();
+  std::vector<FaultSpec> faults;
+  for (const FaultKindInfo* kind : on) {
+    FaultSpec f;
+    f.kind = std::string(kind->name);
+    f.ranks.push_back(static_cast<int>(rng.Below(static_cast<uint64_t>(world))));
+    const std::string_view k = kind->name;
+    if (k == "kernel_launch_failure" || k == "illegal_address" || k == "rank_killed" ||
+        k == "negative_zero_inputs" || k == "negative_subnormal_inputs") {
+      f.at_call = static_cast<int64_t>(rng.Below(static_cast<uint64_t>(calls)));
+    }
+    if (k == "straggler") {
+      f.params["delay_us"] = absl::StrCat(1 + rng.Below(500));
+    } else if (k == "late_write") {
+      f.params["steps"] = absl::StrCat(1 + rng.Below(100));
+    } else if (k == "lost_write" || k == "uncleared_buffer") {
+      f.params["epoch"] = absl::StrCat(2 + rng.Below(static_cast<uint64_t>(calls)));
+    } else if (k == "capacity_view") {
+      f.params["max_tokens"] =
+          absl::StrCat(rng.Below(static_cast<uint64_t>(scenario.dispatch.max_tokens) + 1));
+    } else if (k == "token_count_view") {
+      f.params["delta"] = absl::StrCat(1 + rng.Below(8));
+    } else if (k == "sm_count_divergence") {
+      f.params["sm_count"] = absl::StrCat(8 + rng.Below(256));
+    }
+    if (k != "workspace_alloc_failure" && k != "library_unavailable" &&
+        (k == "capacity_view" || k == "tracing_state" || k == "graph_capture_state" ||
+         k == "dtype_seen" || k == "contiguity_view") &&
+        rng.Chance(1, 2)) {
+      f.at_step = static_cast<int64_t>(rng.Below(static_cast<uint64_t>(scenario.workload.steps)));
+    }
+    faults.push_back(std::move(f));
+  }
+  return faults;
+}
+
+std::vector<Verdict> AcceptableVerdicts(const std::vector<FaultSpec>& faults) {
+  std::vector<Verdict> out = {Verdict::kClean};
+  for (const FaultSpec& f : faults) {
+    const FaultKindInfo* kind = FindFaultKind(f.kind);
+    if (kind != nullptr && kind->outcome == Verdict::kFailStop) {
+      out.push_back(Verdict::kFailStop);
+      break;
+    }
+  }
+  return out;
+}
+
+}  // namespace lockstep::faults
