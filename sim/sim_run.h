@@ -78,7 +78,6 @@ class SimRun {
   // What the members of each workspace reported at its rendezvous, ANDed.
   struct WorkspaceVote {
     bool allocated;
-    bool library_loaded;
   };
   std::vector<WorkspaceVote> workspace_votes;  // [workspace]
   SimMailbox mailbox;

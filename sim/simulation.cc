@@ -86,12 +86,9 @@ absl::Status SimRun::Setup() {
       auto peers = layout.Peers(id);
       std::vector<int> members(peers.begin(), peers.end());
       bool all_allocated = ctx.hardware.FusedKernelReachable(members);
-      bool all_loaded = true;
-      for (int r : members) {
+      for (int r : members)
         all_allocated &= ranks[static_cast<size_t>(r)].local.workspace_allocated;
-        all_loaded &= ranks[static_cast<size_t>(r)].local.library_loaded;
-      }
-      workspace_votes.push_back({all_allocated, all_loaded});
+      workspace_votes.push_back({all_allocated});
       workspaces.push_back(std::make_unique<SimWorkspace>(
           ctx, absl::StrFormat("%s%s", WorkspaceKindName(kind), layout.PeersToString(id)), kind,
           members, id, capacity));
@@ -136,7 +133,14 @@ absl::Status SimRun::Setup() {
     RankRuntime& rt = ranks[static_cast<size_t>(r)];
     rt.keep_decisions = options.keep_decisions;
     const SimBackendContext backend_context{r, &rt, &ctx.faults};
-    bool library_available = false;
+    // Library availability is process-wide: voted across the TP group (SGLang
+    // _sync_allreduce_unavailable_across_tp), which holds every workspace the
+    // rank shares.
+    bool tp_loaded = true;
+    for (int peer : layout.Peers(layout.GroupOf(GroupRole::kTp, r))) {
+      tp_loaded &= ranks[static_cast<size_t>(peer)].local.library_loaded;
+    }
+    const bool library_available = policy.LibraryAvailable(rt.local.library_loaded, tp_loaded);
     auto view = [&](int32_t index, WorkspaceKind kind) {
       Workspace w;
       if (index < 0) return w;
@@ -148,7 +152,6 @@ absl::Status SimRun::Setup() {
       w.capacity = inst.capacity();
       w.generation = inst.generation();
       w.initialized = policy.WorkspaceInitialized(rt.local.workspace_allocated, vote.allocated);
-      library_available |= policy.LibraryAvailable(rt.local.library_loaded, vote.library_loaded);
       return w;
     };
     rt.attn_workspace = view(attn_workspace_of[static_cast<size_t>(r)], WorkspaceKind::kAttnTp);

@@ -11,6 +11,13 @@ namespace lockstep::cli {
 std::span<const Command> Commands() {
   static constexpr std::array kCommands = {
       Command{"sim", "run a scenario in the deterministic simulator and give its verdict", &RunSim},
+      Command{"explore", "run many seeds of scenarios (swarm faults, PCT schedules, parallel jobs)",
+              &RunExplore},
+      Command{"replay", "re-run a report and confirm the same verdict and trace hash", &RunReplay},
+      Command{"shrink", "reduce a failing report to the smallest scenario that still fails",
+              &RunShrink},
+      Command{"mutants", "run every known-bad policy and print the detection table", &RunMutants},
+      Command{"faults", "list the fault kinds and mutants", &RunFaults},
       Command{"layout", "print the groups of a parallel layout, its workspaces and reductions",
               &RunLayout},
   };

@@ -27,6 +27,11 @@ std::span<const Command> Commands();
 
 int RunLayout(std::span<const std::string> args, std::ostream& out, std::ostream& err);
 int RunSim(std::span<const std::string> args, std::ostream& out, std::ostream& err);
+int RunExplore(std::span<const std::string> args, std::ostream& out, std::ostream& err);
+int RunReplay(std::span<const std::string> args, std::ostream& out, std::ostream& err);
+int RunShrink(std::span<const std::string> args, std::ostream& out, std::ostream& err);
+int RunMutants(std::span<const std::string> args, std::ostream& out, std::ostream& err);
+int RunFaults(std::span<const std::string> args, std::ostream& out, std::ostream& err);
 
 // Dispatches argv (program name first) to a verb.
 int Main(std::span<const std::string> argv, std::ostream& out, std::ostream& err);

@@ -33,6 +33,7 @@ int RunSim(std::span<const std::string> args, std::ostream& out, std::ostream& e
   SimOptions options;
   std::string report_path, trace_path, dot_path;
   bool json = false;
+  bool swarm = false;
   FlagParser flags("lockstep sim");
   flags.AddPositional("SCENARIO", &path, "scenario YAML file", true);
   flags.AddUint64("seed", &options.seed, "seed of the schedule and data (default 1)");
@@ -44,6 +45,7 @@ int RunSim(std::span<const std::string> args, std::ostream& out, std::ostream& e
   flags.AddBool("exact", &options.exact_provenance, "track exact contributor sets throughout");
   flags.AddString("schedule", &options.schedule, "random (default), pct or pct:D");
   flags.AddBool("json", &json, "print the JSON report instead of text");
+  flags.AddBool("swarm", &swarm, "replace the scenario's faults by the seed's swarm draw");
   if (absl::Status s = flags.Parse(args); !s.ok()) {
     err << "lockstep sim: " << s.message() << "\n" << flags.Usage();
     return kExitUsage;
@@ -56,6 +58,13 @@ int RunSim(std::span<const std::string> args, std::ostream& out, std::ostream& e
   if (!scenario.ok()) {
     err << "lockstep sim: " << scenario.status().message() << "\n";
     return kExitUsage;
+  }
+  if (swarm) {
+    scenario = faults::WithSwarmFaults(*scenario, options.seed);
+    if (!scenario.ok()) {
+      err << "lockstep sim: " << scenario.status().message() << "\n";
+      return kExitUsage;
+    }
   }
   options.keep_trace = !trace_path.empty();
   const PolicyRegistry registry = faults::MakePolicyRegistry();

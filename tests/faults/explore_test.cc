@@ -1,0 +1,217 @@
+#include "faults/explore.h"
+
+#include "faults/fault_injector.h"
+#include "faults/mutants.h"
+#include "faults/runner.h"
+#include "faults/shrink.h"
+#include "faults/swarm.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "sim/report.h"
+#include "sim/scenario_yaml.h"
+#include "sim/sim_run.h"
+
+namespace lockstep::faults {
+namespace {
+
+using ::testing::HasSubstr;
+
+std::string Topologies() { return LOCKSTEP_SOURCE_DIR "/topologies"; }
+
+Scenario Load(const std::string& relative) {
+  absl::StatusOr<Scenario> s =
+      LoadScenarioFile(Topologies() + "/scenarios/" + relative, Topologies());
+  EXPECT_TRUE(s.ok()) << s.status();
+  return s.ok() ? *s : Scenario{};
+}
+
+TEST(ExploreTest, ResultsAreIdenticalForAnyNumberOfJobs) {
+  const std::vector<Scenario> scenarios = {Load("tp4-ep2-qwen3-h200.yaml"),
+                                           Load("tp8-llama3-h200.yaml")};
+  const PolicyRegistry registry = MakePolicyRegistry();
+  std::vector<std::vector<std::tuple<uint64_t, Verdict, uint64_t>>> runs;
+  for (int jobs : {1, 2, 3}) {
+    ExploreOptions o;
+    o.seeds = 40;
+    o.swarm = true;
+    o.jobs = jobs;
+    absl::StatusOr<ExploreResult> r = Explore(scenarios, o, registry);
+    ASSERT_TRUE(r.ok());
+    std::vector<std::tuple<uint64_t, Verdict, uint64_t>> flat;
+    for (const SeedOutcome& out : r->outcomes)
+      flat.emplace_back(out.seed, out.verdict, out.trace_hash);
+    runs.push_back(flat);
+  }
+  EXPECT_EQ(runs[0], runs[1]);
+  EXPECT_EQ(runs[0], runs[2]);
+}
+
+TEST(ExploreTest, AMutantsFirstFailingSeedComesWithAReplayCommand) {
+  const std::vector<Scenario> scenarios = {Load("tp4-ep2-qwen3-h200.yaml")};
+  ExploreOptions o;
+  o.seeds = 5;
+  o.policy = "no-hybrid-fusion-gate";
+  absl::StatusOr<ExploreResult> r = Explore(scenarios, o, MakePolicyRegistry());
+  ASSERT_TRUE(r.ok());
+  EXPECT_FALSE(r->all_acceptable);
+  ASSERT_TRUE(r->scenarios[0].first_failure.has_value());
+  EXPECT_EQ(r->scenarios[0].first_failure->seed, 1u);
+  const std::string text = FormatExploreSummary(scenarios, *r, o);
+  EXPECT_THAT(text, HasSubstr("replay: lockstep sim"));
+  EXPECT_THAT(text, HasSubstr("--policy no-hybrid-fusion-gate"));
+  EXPECT_THAT(FormatExploreMarkdown(scenarios, *r, o), HasSubstr("| `tp4-ep2-qwen3-h200` |"));
+}
+
+TEST(ExploreTest, SwarmDrawsAreDeterministicAndApplicable) {
+  const Scenario s = Load("tp4-ep2-qwen3-h200.yaml");
+  const ParallelLayout layout = *ParallelLayout::Build(s.parallel);
+  int nonempty = 0;
+  for (uint64_t seed = 1; seed <= 50; ++seed) {
+    const std::vector<FaultSpec> a = DrawSwarmFaults(s, layout, seed);
+    const std::vector<FaultSpec> b = DrawSwarmFaults(s, layout, seed);
+    ASSERT_EQ(a.size(), b.size());
+    for (size_t i = 0; i < a.size(); ++i) {
+      EXPECT_EQ(a[i].kind, b[i].kind);
+      EXPECT_EQ(a[i].ranks, b[i].ranks);
+      EXPECT_TRUE(ValidateFault(s, layout, a[i]).ok()) << a[i].kind;
+    }
+    nonempty += a.empty() ? 0 : 1;
+    EXPECT_LE(a.size(), 3u);
+  }
+  EXPECT_GT(nonempty, 40);
+}
+
+TEST(ReplayTest, AReportReplaysToTheSameVerdictAndTraceHash) {
+  const Scenario s = Load("faults/tp8-lost-write.yaml");
+  const PolicyRegistry registry = MakePolicyRegistry();
+  SimOptions o;
+  o.seed = 17;
+  absl::StatusOr<SimResult> first = SimulateWithFaults(s, o, registry);
+  ASSERT_TRUE(first.ok());
+  const nlohmann::json report = MakeReport(s, o, *first);
+  // What lockstep replay does: the scenario from the report alone.
+  absl::StatusOr<Scenario> again =
+      ParseScenario(report["scenario"]["yaml"].get<std::string>(), "report", "");
+  ASSERT_TRUE(again.ok()) << again.status();
+  SimOptions o2;
+  o2.seed = report["seed"].get<uint64_t>();
+  o2.policy = report["policy"].get<std::string>();
+  absl::StatusOr<SimResult> second = SimulateWithFaults(*again, o2, registry);
+  ASSERT_TRUE(second.ok());
+  EXPECT_EQ(second->verdict, first->verdict);
+  EXPECT_EQ(HexHash(second->trace_hash), report["trace_hash"].get<std::string>());
+}
+
+TEST(ShrinkTest, ShrunkScenarioIsSmallerAndFailsTheSameWay) {
+  const Scenario s = Load("tp8-ep2-deepseek-v3-h200.yaml");
+  const PolicyRegistry registry = MakePolicyRegistry();
+  SimOptions o;
+  o.seed = 4;
+  o.policy = "no-hybrid-fusion-gate";
+  absl::StatusOr<ShrinkResult> shrunk = Shrink(s, o, registry);
+  ASSERT_TRUE(shrunk.ok()) << shrunk.status();
+  EXPECT_EQ(shrunk->verdict, Verdict::kWrongPeer);
+  EXPECT_LT(shrunk->scenario.parallel.WorldSize(), s.parallel.WorldSize());
+  EXPECT_LE(shrunk->scenario.workload.steps, s.workload.steps);
+  EXPECT_FALSE(shrunk->reductions.empty());
+  // Written as YAML and read back, with the seed it names, it still fails so.
+  absl::StatusOr<Scenario> back = ParseScenario(ScenarioToYaml(shrunk->scenario), "shrunk", "");
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->expect, Verdict::kWrongPeer);
+  SimOptions replay;
+  replay.seed = shrunk->seed;
+  absl::StatusOr<SimResult> r = SimulateWithFaults(*back, replay, registry);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->verdict, Verdict::kWrongPeer);
+}
+
+TEST(ShrinkTest, ShrinkingKeepsOnlyTheFaultThatMatters) {
+  Scenario s = Load("faults/tp8-workspace-alloc-failure.yaml");
+  FaultSpec harmless;
+  harmless.kind = "straggler";
+  harmless.ranks = {2};
+  s.faults.push_back(harmless);
+  SimOptions o;
+  o.policy = "init-failure-without-vote";
+  absl::StatusOr<ShrinkResult> shrunk = Shrink(s, o, MakePolicyRegistry());
+  ASSERT_TRUE(shrunk.ok()) << shrunk.status();
+  EXPECT_EQ(shrunk->verdict, Verdict::kHang);
+  ASSERT_EQ(shrunk->scenario.faults.size(), 1u);
+  EXPECT_EQ(shrunk->scenario.faults[0].kind, "workspace_alloc_failure");
+}
+
+TEST(ShrinkTest, RefusesARunThatDidNotFail) {
+  const Scenario s = Load("tp8-llama3-h200.yaml");
+  absl::StatusOr<ShrinkResult> shrunk = Shrink(s, SimOptions{}, MakePolicyRegistry());
+  EXPECT_EQ(shrunk.status().code(), absl::StatusCode::kFailedPrecondition);
+}
+
+TEST(FaultValidationTest, BadFaultsNameTheLineAndWhatIsAccepted) {
+  Scenario s = Load("tp8-llama3-h200.yaml");
+  const ParallelLayout layout = *ParallelLayout::Build(s.parallel);
+  FaultSpec f;
+  f.line = 12;
+  f.kind = "kernel_lauch_failure";
+  EXPECT_THAT(ValidateFault(s, layout, f).message(),
+              HasSubstr(":12: faults: unknown fault kind 'kernel_lauch_failure'; did you mean "
+                        "'kernel_launch_failure'?"));
+  f.kind = "straggler";
+  f.params["delay"] = "5";
+  EXPECT_THAT(ValidateFault(s, layout, f).message(),
+              HasSubstr("fault 'straggler' has no parameter 'delay' (it takes: delay_us)"));
+  f.params.clear();
+  f.params["delay_us"] = "soon";
+  EXPECT_THAT(ValidateFault(s, layout, f).message(), HasSubstr("expects an integer, got 'soon'"));
+  f.params.clear();
+  f.kind = "both_moe_groups_tagged";
+  EXPECT_THAT(ValidateFault(s, layout, f).message(), HasSubstr("does not apply to this scenario"));
+}
+
+TEST(FaultValidationTest, DeclaredFaultsWithoutAPlanAreRefused) {
+  const Scenario s = Load("faults/tp8-straggler.yaml");
+  PolicyRegistry registry;
+  absl::StatusOr<SimResult> r = Simulate(s, SimOptions{}, registry);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(r.status().message(), HasSubstr("no fault plan"));
+}
+
+TEST(PctScheduleTest, LetsOneRankRunFarAheadMuchMoreOftenThanUniformScheduling) {
+  // A rank finishing all its work before any other rank starts is an
+  // interleaving uniform random scheduling essentially never produces.
+  auto ahead = [](const std::string& schedule) {
+    int count = 0;
+    for (uint64_t seed = 1; seed <= 200; ++seed) {
+      absl::StatusOr<std::unique_ptr<SchedulePolicy>> policy = MakeSchedule(schedule, 4, 40, seed);
+      Scheduler s(4, seed, *std::move(policy));
+      std::vector<int> order;
+      for (int r = 0; r < 4; ++r) {
+        s.Spawn(
+            r,
+            [&s, &order, r] {
+              for (int i = 0; i < 10; ++i) {
+                order.push_back(r);
+                s.Yield();
+              }
+            },
+            64 * 1024);
+      }
+      s.Run();
+      count += std::equal(order.begin() + 1, order.begin() + 10, order.begin()) ? 1 : 0;
+    }
+    return count;
+  };
+  const int uniform = ahead("random");
+  const int pct = ahead("pct:2");
+  EXPECT_LE(uniform, 2);
+  EXPECT_GE(pct, 40) << "PCT runs the highest-priority rank until a change point";
+}
+
+TEST(PctScheduleTest, BadScheduleNamesAreRefused) {
+  EXPECT_FALSE(MakeSchedule("pct:0", 4, 10, 1).ok());
+  EXPECT_FALSE(MakeSchedule("pct3", 4, 10, 1).ok());
+  EXPECT_THAT(MakeSchedule("roundrobin", 4, 10, 1).status().message(),
+              HasSubstr("use random, pct or pct:D"));
+}
+
+}  // namespace
+}  // namespace lockstep::faults
