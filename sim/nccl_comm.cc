@@ -26,6 +26,8 @@ int SimComm::MemberOf(int rank) const {
 }
 
 void SimComm::Arrive(int member, const Post& post) {
+  // A rank resumed only to shut down must not post: its buffers are about to go.
+  if (ctx_.scheduler.shutting_down()) return;
   const auto m = static_cast<size_t>(member);
   const uint64_t seq = next_seq_[m]++;
   pending_seq_ = seq;
@@ -36,7 +38,11 @@ void SimComm::Arrive(int member, const Post& post) {
     Complete();
     return;
   }
-  if (!ctx_.scheduler.Block(BlockReason{this, member, ctx_.Clock(ranks_[m])})) return;
+  if (!ctx_.scheduler.Block(BlockReason{this, member, ctx_.Clock(ranks_[m])})) {
+    // Shutting down: withdraw the post, whose tensors live in this frame.
+    posts_[m].posted = false;
+    --posted_;
+  }
 }
 
 void SimComm::Complete() {
