@@ -5,10 +5,11 @@
 #include <utility>
 
 // Two backends with one interface:
-//  - normal builds: Boost.Context's fcontext (tens of nanoseconds a switch);
-//  - sanitizer builds (LOCKSTEP_FIBER_UCONTEXT, set by sim/CMakeLists.txt):
-//    ucontext, with every switch announced to ASan and TSan, which cannot
-//    follow stack switches on their own.
+//  - Boost.Context's fcontext (tens of nanoseconds a switch), with every
+//    switch announced to ASan when it is on;
+//  - ThreadSanitizer builds (LOCKSTEP_FIBER_UCONTEXT, set by
+//    sim/CMakeLists.txt): ucontext, with every switch announced to TSan
+//    (slower: each switch is a system call).
 #if defined(LOCKSTEP_FIBER_UCONTEXT)
 #include <ucontext.h>
 
@@ -129,6 +130,11 @@ void Fiber::Suspend() {
 
 #else  // Boost.Context fcontext
 
+#if defined(__SANITIZE_ADDRESS__)
+#define LOCKSTEP_ASAN_FCONTEXT 1
+#include <sanitizer/common_interface_defs.h>
+#endif
+
 namespace ctx = boost::context;
 
 struct Fiber::Impl {
@@ -136,26 +142,56 @@ struct Fiber::Impl {
   ctx::fiber self;               // the fiber while suspended (empty while it runs)
   ctx::fiber* caller = nullptr;  // the resumer's continuation while it runs
   bool finished = false;
+#if defined(LOCKSTEP_ASAN_FCONTEXT)
+  void* stack_bottom = nullptr;
+  size_t stack_bytes = 0;
+  const void* caller_stack_bottom = nullptr;
+  size_t caller_stack_size = 0;
+#endif
 };
 
 namespace {
 thread_local Fiber::Impl* current = nullptr;
+
+// A stack allocator that remembers where the stack is (ASan needs it).
+struct RecordingStack {
+  ctx::fixedsize_stack inner;
+  Fiber::Impl* impl;
+  ctx::stack_context allocate() {
+    ctx::stack_context sc = inner.allocate();
+#if defined(LOCKSTEP_ASAN_FCONTEXT)
+    impl->stack_bottom = static_cast<char*>(sc.sp) - sc.size;
+    impl->stack_bytes = sc.size;
+#endif
+    return sc;
+  }
+  void deallocate(ctx::stack_context& sc) noexcept { inner.deallocate(sc); }
+};
 }  // namespace
 
 Fiber::Fiber(std::function<void()> body, size_t stack_bytes) : impl_(std::make_unique<Impl>()) {
   Impl* impl = impl_.get();
   impl->body = std::move(body);
-  impl->self = ctx::fiber(std::allocator_arg, ctx::fixedsize_stack(stack_bytes),
+  impl->self = ctx::fiber(std::allocator_arg, RecordingStack{ctx::fixedsize_stack(stack_bytes), impl},
                           [impl](ctx::fiber&& caller) {
+#if defined(LOCKSTEP_ASAN_FCONTEXT)
+                            __sanitizer_finish_switch_fiber(nullptr, &impl->caller_stack_bottom,
+                                                            &impl->caller_stack_size);
+#endif
                             impl->caller = &caller;
                             impl->body();
                             impl->finished = true;
+#if defined(LOCKSTEP_ASAN_FCONTEXT)
+                            __sanitizer_start_switch_fiber(nullptr, impl->caller_stack_bottom,
+                                                           impl->caller_stack_size);
+#endif
                             return std::move(caller);
                           });
 }
 
 // Schedulers finish every fiber before destroying it (Scheduler::Shutdown), so
-// Boost.Context never has to unwind a suspended stack with an exception.
+// Boost.Context never has to unwind a suspended stack with an exception, which
+// ASan could not follow.
 Fiber::~Fiber() = default;
 
 void Fiber::Resume() {
@@ -163,7 +199,14 @@ void Fiber::Resume() {
   Impl* impl = impl_.get();
   assert(!impl->finished);
   current = impl;
+#if defined(LOCKSTEP_ASAN_FCONTEXT)
+  void* fake = nullptr;
+  __sanitizer_start_switch_fiber(&fake, impl->stack_bottom, impl->stack_bytes);
+#endif
   ctx::fiber returned = std::move(impl->self).resume();
+#if defined(LOCKSTEP_ASAN_FCONTEXT)
+  __sanitizer_finish_switch_fiber(fake, nullptr, nullptr);
+#endif
   current = nullptr;
   if (!impl->finished) impl->self = std::move(returned);
 }
@@ -171,9 +214,16 @@ void Fiber::Resume() {
 void Fiber::Suspend() {
   Impl* impl = current;
   assert(impl != nullptr && "Fiber::Suspend outside a fiber");
+#if defined(LOCKSTEP_ASAN_FCONTEXT)
+  void* fake = nullptr;
+  __sanitizer_start_switch_fiber(&fake, impl->caller_stack_bottom, impl->caller_stack_size);
+#endif
   ctx::fiber& caller = *impl->caller;
   caller = std::move(caller).resume();
   impl->caller = &caller;
+#if defined(LOCKSTEP_ASAN_FCONTEXT)
+  __sanitizer_finish_switch_fiber(fake, &impl->caller_stack_bottom, &impl->caller_stack_size);
+#endif
 }
 
 #endif
