@@ -27,7 +27,11 @@ Algorithm SelectFusedAlgorithm(int64_t bytes, int world_size);
 // kFusedBytesPerBlock of message, between 1 and kFusedMaxBlocks. A function of
 // the message size alone, never of the local device's SM count: per-block
 // flag protocols need every rank to launch the same grid (vLLM #43616).
-inline constexpr int64_t kFusedBytesPerBlock = 32 * 1024;
+// 8 KiB is one 16-byte vector per thread of a 512-thread block: on H200 one
+// SM's stores into a peer's memory bound a small message's latency, so a
+// message is spread over as many SMs as it has 8 KiB pieces (measured in
+// docs/PERFORMANCE.md).
+inline constexpr int64_t kFusedBytesPerBlock = 8 * 1024;
 inline constexpr int kFusedMaxBlocks = 128;
 int FusedGridBlocks(int64_t bytes);
 

@@ -119,7 +119,7 @@ class LamportMem {
         sentinel_(sentinel) {}
 
   int64_t FirstChunk(int64_t lo) const { return lo; }
-  int64_t ChunkStride() const { return std::numeric_limits<int64_t>::max() / 4; }
+  int64_t NextChunk(int64_t, int64_t hi) const { return hi; }
   int64_t ChunkLen(int64_t pos, int64_t hi) const { return hi - pos; }
 
   Value LoadInput(int64_t pos, int64_t len);

@@ -40,11 +40,11 @@ LS_HD bool BlockBarrier(Mem& mem, int32_t rank, int32_t world, uint32_t phase, u
 template <class Mem>
 LS_HD ProtocolStatus CustomAllReduce(Mem& mem, const AllReduceArgs& a) {
   const uint64_t epoch = mem.NextEpoch();
-  for (int64_t pos = mem.FirstChunk(0); pos < a.elems; pos += mem.ChunkStride()) {
+  for (int64_t pos = mem.FirstChunk(0); pos < a.elems; pos = mem.NextChunk(pos, a.elems)) {
     mem.Stage(pos, mem.LoadInput(pos, mem.ChunkLen(pos, a.elems)));
   }
   if (!BlockBarrier(mem, a.rank, a.world, kBarrierStart, epoch)) return mem.Failure();
-  for (int64_t pos = mem.FirstChunk(0); pos < a.elems; pos += mem.ChunkStride()) {
+  for (int64_t pos = mem.FirstChunk(0); pos < a.elems; pos = mem.NextChunk(pos, a.elems)) {
     const int64_t len = mem.ChunkLen(pos, a.elems);
     typename Mem::Acc acc = mem.Zero();
     for (int32_t p = 0; p < a.world; ++p) {

@@ -38,7 +38,9 @@ struct CheckMem {
   __device__ int64_t FirstChunk(int64_t lo) const {
     return lo + static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   }
-  __device__ int64_t ChunkStride() const { return static_cast<int64_t>(gridDim.x) * blockDim.x; }
+  __device__ int64_t NextChunk(int64_t pos, int64_t) const {
+    return pos + static_cast<int64_t>(gridDim.x) * blockDim.x;
+  }
   __device__ int64_t ChunkLen(int64_t, int64_t) const { return 1; }
   __device__ Value LoadInput(int64_t pos, int64_t) { return input[pos]; }
   __device__ void Sanitize(Value& v) { v = SanitizeBits(v, elem); }

@@ -13,10 +13,16 @@
 //   using Value;  // the contents of one chunk, as loaded
 //   using Acc;    // a running sum of Values
 //
-//   // Chunk iteration over [lo, hi): for (p = FirstChunk(lo); p < hi; p += ChunkStride())
-//   // with ChunkLen(p, hi) elements at p.
+//   // Chunk iteration over [lo, hi):
+//   //   for (p = FirstChunk(lo); p < hi; p = NextChunk(p, hi))
+//   // where the chunk at p holds ChunkLen(p, hi) elements: p and the ones after
+//   // it in the policy's pattern (contiguous, or vectors a block-width apart
+//   // so that a warp's accesses coalesce), all below hi; a buffer offset o
+//   // given for the chunk at p addresses the same pattern shifted by o - p.
+//   // The protocols only forward positions and lengths, so which chunks a
+//   // thread visits and their shape are the policy's business.
 //   int64_t FirstChunk(int64_t lo) const;
-//   int64_t ChunkStride() const;
+//   int64_t NextChunk(int64_t pos, int64_t hi) const;
 //   int64_t ChunkLen(int64_t pos, int64_t hi) const;
 //
 //   Value LoadInput(int64_t pos, int64_t len);                // this rank's input

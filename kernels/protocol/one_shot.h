@@ -29,7 +29,7 @@ LS_HD ProtocolStatus OneShotAllReduce(Mem& mem, const AllReduceArgs& a) {
 
   // Push: sanitised input into slot `rank` of every peer, starting with the
   // next peer so that ranks do not all write to peer 0 first.
-  for (int64_t pos = mem.FirstChunk(0); pos < a.elems; pos += mem.ChunkStride()) {
+  for (int64_t pos = mem.FirstChunk(0); pos < a.elems; pos = mem.NextChunk(pos, a.elems)) {
     typename Mem::Value v = mem.LoadInput(pos, mem.ChunkLen(pos, a.elems));
     if (a.sanitize) mem.Sanitize(v);
     for (int32_t k = 1; k <= a.world; ++k) {
@@ -41,7 +41,7 @@ LS_HD ProtocolStatus OneShotAllReduce(Mem& mem, const AllReduceArgs& a) {
   if (!ClearPreviousBuffer(mem, call, a)) return mem.Failure();
 
   // Poll and reduce in fixed rank order.
-  for (int64_t pos = mem.FirstChunk(0); pos < a.elems; pos += mem.ChunkStride()) {
+  for (int64_t pos = mem.FirstChunk(0); pos < a.elems; pos = mem.NextChunk(pos, a.elems)) {
     const int64_t len = mem.ChunkLen(pos, a.elems);
     typename Mem::Acc acc = mem.Zero();
     for (int32_t p = 0; p < a.world; ++p) {

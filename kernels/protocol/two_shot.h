@@ -17,6 +17,7 @@
 
 #include "kernels/protocol/lamport.h"
 #include "kernels/protocol/memory_model.h"
+#include "kernels/protocol/one_shot.h"
 
 namespace lockstep::protocol {
 
@@ -57,7 +58,7 @@ LS_HD ProtocolStatus TwoShotAllReduce(Mem& mem, const AllReduceArgs& a) {
     const int32_t owner = (a.rank + k) % a.world;
     const int64_t lo = TwoShotOwnerBegin(owner, a.world, a.elems);
     const int64_t hi = TwoShotOwnerEnd(owner, a.world, a.elems);
-    for (int64_t pos = mem.FirstChunk(lo); pos < hi; pos += mem.ChunkStride()) {
+    for (int64_t pos = mem.FirstChunk(lo); pos < hi; pos = mem.NextChunk(pos, hi)) {
       typename Mem::Value v = mem.LoadInput(pos, mem.ChunkLen(pos, hi));
       if (a.sanitize) mem.Sanitize(v);
       mem.Push(owner, call.buffer, static_cast<int64_t>(a.rank) * chunk + (pos - lo), v);
@@ -69,7 +70,7 @@ LS_HD ProtocolStatus TwoShotAllReduce(Mem& mem, const AllReduceArgs& a) {
   // Stage 2: reduce my range in rank order and push it to everyone.
   const int64_t my_lo = TwoShotOwnerBegin(a.rank, a.world, a.elems);
   const int64_t my_hi = TwoShotOwnerEnd(a.rank, a.world, a.elems);
-  for (int64_t pos = mem.FirstChunk(my_lo); pos < my_hi; pos += mem.ChunkStride()) {
+  for (int64_t pos = mem.FirstChunk(my_lo); pos < my_hi; pos = mem.NextChunk(pos, my_hi)) {
     const int64_t len = mem.ChunkLen(pos, my_hi);
     typename Mem::Acc acc = mem.Zero();
     for (int32_t p = 0; p < a.world; ++p) {
@@ -90,7 +91,7 @@ LS_HD ProtocolStatus TwoShotAllReduce(Mem& mem, const AllReduceArgs& a) {
   for (int32_t owner = 0; owner < a.world; ++owner) {
     const int64_t lo = TwoShotOwnerBegin(owner, a.world, a.elems);
     const int64_t hi = TwoShotOwnerEnd(owner, a.world, a.elems);
-    for (int64_t pos = mem.FirstChunk(lo); pos < hi; pos += mem.ChunkStride()) {
+    for (int64_t pos = mem.FirstChunk(lo); pos < hi; pos = mem.NextChunk(pos, hi)) {
       typename Mem::Value v;
       if (!mem.Wait(call.buffer, stage2 + pos, mem.ChunkLen(pos, hi), owner, &v)) {
         return mem.Failure();

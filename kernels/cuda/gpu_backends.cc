@@ -1,0 +1,131 @@
+#include "kernels/cuda/gpu_backends.h"
+
+#include "absl/strings/str_format.h"
+#include "kernels/cuda/allreduce_kernels.h"
+
+namespace lockstep::cuda {
+namespace {
+
+const char* ElemName(protocol::Elem e) {
+  switch (e) {
+    case protocol::Elem::kBf16:
+      return "bf16";
+    case protocol::Elem::kFp16:
+      return "fp16";
+    case protocol::Elem::kFp32:
+      break;
+  }
+  return "fp32";
+}
+
+}  // namespace
+
+absl::StatusOr<protocol::Elem> ElemOf(DType dtype) {
+  switch (dtype) {
+    case DType::kBf16:
+      return protocol::Elem::kBf16;
+    case DType::kFp16:
+      return protocol::Elem::kFp16;
+    case DType::kFp32:
+      return protocol::Elem::kFp32;
+    case DType::kUnset:
+      break;
+  }
+  return absl::InvalidArgumentError("the tensor has no element type (DType::kUnset)");
+}
+
+GpuFusedBackend::GpuFusedBackend(LamportWorkspace* workspace, cudaStream_t stream)
+    : workspace_(workspace), stream_(stream) {}
+
+absl::StatusOr<LamportLaunch> GpuFusedBackend::MakeLaunch(const Tensor& tensor,
+                                                          const DecisionRecord& record) const {
+  absl::StatusOr<protocol::Elem> elem = ElemOf(tensor.desc.dtype);
+  if (!elem.ok()) return elem.status();
+  const WorkspaceSpec& spec = workspace_->spec();
+  // The dispatch core checked capacity against the agreed Workspace; this
+  // re-checks against the allocation itself, so that a runtime whose agreed
+  // state and buffers disagree fails loudly instead of writing past them.
+  if (*elem != spec.elem || tensor.desc.hidden() > spec.hidden ||
+      tensor.desc.numel() > spec.max_tokens * spec.hidden) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "tensor [%d x %d] %s does not fit the workspace (max %d tokens x %d hidden %s)",
+        tensor.desc.tokens(), tensor.desc.hidden(), ElemName(*elem), spec.max_tokens,
+        spec.hidden, ElemName(spec.elem)));
+  }
+  LamportLaunch l;
+  l.world = workspace_->world();
+  l.elems = tensor.desc.numel();
+  l.hidden = tensor.desc.hidden();
+  l.buffer_elems = workspace_->buffer_elems();
+  l.elem = *elem;
+  l.sentinel = (record.kernel_flags & kExactSentinel) != 0 ? protocol::SentinelTest::kExactBits
+                                                           : protocol::SentinelTest::kZeroAndSignbit;
+  l.sanitize = (record.kernel_flags & kSanitizeInputs) != 0;
+  l.verify_clear = (record.kernel_flags & kVerifyClear) != 0;
+  l.fp32_acc = record.fp32_acc;
+  l.two_shot = record.algorithm == Algorithm::kTwoShot;
+  l.wait_budget_ns = wait_budget_ns_;
+  l.abort = workspace_->abort_device();
+  l.status = workspace_->status();
+  l.virtual_ranks = 1;
+  l.blocks_per_rank = record.blocks > 0 ? record.blocks : 1;
+  LamportRank& r = l.ranks[0];
+  r = workspace_->RankParams();
+  r.input = tensor.data;
+  r.output = tensor.data;
+  if (record.call.context.pattern == FusionPattern::kAllReduceResidualRmsNorm) {
+    if (norm_.residual == nullptr || norm_.residual_out == nullptr || norm_.gamma == nullptr) {
+      return absl::FailedPreconditionError(
+          "a kAllReduceResidualRmsNorm call needs set_norm_operands() first");
+    }
+    l.rms_norm = true;
+    l.two_shot = false;  // the fused norm kernel is one-shot (see LaunchLamport)
+    l.norm_eps = norm_.eps;
+    r.residual = norm_.residual;
+    r.residual_out = norm_.residual_out;
+    r.gamma = norm_.gamma;
+  }
+  return l;
+}
+
+absl::Status GpuFusedBackend::AllReduce(Tensor& tensor, const DecisionRecord& record) {
+  absl::StatusOr<LamportLaunch> launch = MakeLaunch(tensor, record);
+  if (!launch.ok()) return launch.status();
+  if (cudaError_t e = cudaSetDevice(workspace_->device()); e != cudaSuccess) {
+    return absl::InternalError(absl::StrFormat("cudaSetDevice(%d): %s", workspace_->device(),
+                                               CudaErrorText(e)));
+  }
+  if (absl::Status s = LaunchLamport(*launch, stream_); !s.ok()) return s;
+  return CheckLamportStatus(*launch, stream_);
+}
+
+absl::Status GpuNcclBackend::AllReduce(Tensor& tensor, const DecisionRecord&) {
+  ncclDataType_t type;
+  switch (tensor.desc.dtype) {
+    case DType::kBf16:
+      type = ncclBfloat16;
+      break;
+    case DType::kFp16:
+      type = ncclFloat16;
+      break;
+    case DType::kFp32:
+      type = ncclFloat32;
+      break;
+    case DType::kUnset:
+    default:
+      return absl::InvalidArgumentError("the tensor has no element type (DType::kUnset)");
+  }
+  const ncclResult_t r = ncclAllReduce(tensor.data, tensor.data,
+                                       static_cast<size_t>(tensor.desc.numel()), type, ncclSum,
+                                       comm_, stream_);
+  if (r != ncclSuccess) {
+    return absl::InternalError(absl::StrFormat("ncclAllReduce: %s (%s)", ncclGetErrorString(r),
+                                               ncclGetLastError(comm_)));
+  }
+  if (cudaError_t e = cudaStreamSynchronize(stream_); e != cudaSuccess) {
+    return absl::InternalError(absl::StrFormat("NCCL all-reduce: %s", CudaErrorText(e)));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace lockstep::cuda

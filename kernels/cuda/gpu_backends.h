@@ -1,0 +1,82 @@
+// The GPU runtime behind the dispatch seam (dispatch/backend.h): the fused
+// backend runs lockstep's Lamport kernels on a LamportWorkspace, the NCCL
+// backend calls ncclAllReduce. The dispatch core decides (the reference
+// predicates of FusedAllReduceBackend are final); these only execute.
+
+#ifndef LOCKSTEP_KERNELS_CUDA_GPU_BACKENDS_H_
+#define LOCKSTEP_KERNELS_CUDA_GPU_BACKENDS_H_
+
+#include <cuda_runtime.h>
+#include <nccl.h>
+
+#include <cstdint>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "dispatch/backend.h"
+#include "dispatch/dtype.h"
+#include "kernels/cuda/lamport_launch.h"
+#include "kernels/cuda/workspace.h"
+
+namespace lockstep::cuda {
+
+// DType → kernel element type; InvalidArgument for kUnset.
+absl::StatusOr<protocol::Elem> ElemOf(DType dtype);
+
+// Operands of the fused residual add + RMSNorm (FusionPattern
+// kAllReduceResidualRmsNorm): the tensor handed to AllReduce is the
+// all-reduce input and receives the normalised output.
+struct NormOperands {
+  const void* residual = nullptr;  // [tokens, hidden]
+  void* residual_out = nullptr;    // [tokens, hidden]: all-reduce + residual
+  const void* gamma = nullptr;     // [hidden]
+  float eps = 1e-6f;
+};
+
+class GpuFusedBackend final : public FusedAllReduceBackend {
+ public:
+  // `workspace` and `stream` (on the workspace's device) outlive the backend.
+  GpuFusedBackend(LamportWorkspace* workspace, cudaStream_t stream);
+
+  // The all-reduce path a caller takes: launches the kernel the decision
+  // configured (algorithm, grid, accumulation, kernel flags) on the tensor
+  // in place, waits for the stream and turns the kernel's status into an
+  // error (DeadlineExceeded naming the peer that never arrived, Aborted,
+  // DataLoss for a clear that did not take). A failed call leaves the
+  // workspace unusable until it is re-created: fail-stop.
+  absl::Status AllReduce(Tensor& tensor, const DecisionRecord& record) override;
+
+  // Operands of the next kAllReduceResidualRmsNorm calls (call before them).
+  void set_norm_operands(const NormOperands& norm) { norm_ = norm; }
+  // Budget of every bounded wait (default 10 s).
+  void set_wait_budget_ns(uint64_t ns) { wait_budget_ns_ = ns; }
+
+  // The launch AllReduce would make, for callers that enqueue without
+  // waiting (CUDA-graph capture, benchmarks). InvalidArgument when the
+  // tensor does not fit the workspace.
+  absl::StatusOr<LamportLaunch> MakeLaunch(const Tensor& tensor,
+                                           const DecisionRecord& record) const;
+
+ private:
+  LamportWorkspace* workspace_;
+  cudaStream_t stream_;
+  NormOperands norm_;
+  uint64_t wait_budget_ns_ = 10ull * 1000 * 1000 * 1000;
+};
+
+class GpuNcclBackend final : public NcclBackend {
+ public:
+  // `comm` and `stream` outlive the backend.
+  GpuNcclBackend(ncclComm_t comm, cudaStream_t stream) : comm_(comm), stream_(stream) {}
+
+  // ncclAllReduce (sum) in place, then waits for the stream.
+  absl::Status AllReduce(Tensor& tensor, const DecisionRecord& record) override;
+
+ private:
+  ncclComm_t comm_;
+  cudaStream_t stream_;
+};
+
+}  // namespace lockstep::cuda
+
+#endif  // LOCKSTEP_KERNELS_CUDA_GPU_BACKENDS_H_

@@ -1,0 +1,326 @@
+#include "kernels/cuda/workspace.h"
+
+#include <cuda.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cstring>
+
+#include "absl/strings/str_format.h"
+#include "kernels/cuda/allreduce_kernels.h"
+#include "kernels/protocol/two_shot.h"
+
+namespace lockstep::cuda {
+namespace {
+
+#define LS_CUDA(expr)                                                                  \
+  do {                                                                                 \
+    if (cudaError_t e_ = (expr); e_ != cudaSuccess) {                                  \
+      return absl::InternalError(absl::StrFormat("%s: %s", #expr, CudaErrorText(e_))); \
+    }                                                                                  \
+  } while (0)
+
+// The driver functions the cuMem path needs, fetched through the runtime so
+// that nothing links libcuda.so (hosts without a driver still load the
+// binaries and skip).
+struct Driver {
+  CUresult (*cuMemCreate)(CUmemGenericAllocationHandle*, size_t, const CUmemAllocationProp*,
+                          unsigned long long);
+  CUresult (*cuMemRelease)(CUmemGenericAllocationHandle);
+  CUresult (*cuMemExportToShareableHandle)(void*, CUmemGenericAllocationHandle,
+                                           CUmemAllocationHandleType, unsigned long long);
+  CUresult (*cuMemImportFromShareableHandle)(CUmemGenericAllocationHandle*, void*,
+                                             CUmemAllocationHandleType);
+  CUresult (*cuMemAddressReserve)(CUdeviceptr*, size_t, size_t, CUdeviceptr, unsigned long long);
+  CUresult (*cuMemAddressFree)(CUdeviceptr, size_t);
+  CUresult (*cuMemMap)(CUdeviceptr, size_t, size_t, CUmemGenericAllocationHandle,
+                       unsigned long long);
+  CUresult (*cuMemUnmap)(CUdeviceptr, size_t);
+  CUresult (*cuMemSetAccess)(CUdeviceptr, size_t, const CUmemAccessDesc*, size_t);
+  CUresult (*cuMemGetAllocationGranularity)(size_t*, const CUmemAllocationProp*,
+                                            CUmemAllocationGranularity_flags);
+  CUresult (*cuDeviceGetAttribute)(int*, CUdevice_attribute, CUdevice);
+  CUresult (*cuGetErrorName)(CUresult, const char**);
+};
+
+absl::StatusOr<const Driver*> GetDriver() {
+  static Driver driver;
+  static absl::Status status = [] {
+    auto load = [](const char* name, void** fn) -> absl::Status {
+      cudaDriverEntryPointQueryResult found;
+      const cudaError_t e =
+          cudaGetDriverEntryPointByVersion(name, fn, 12000, cudaEnableDefault, &found);
+      if (e != cudaSuccess || found != cudaDriverEntryPointSuccess || *fn == nullptr) {
+        return absl::UnavailableError(absl::StrFormat("CUDA driver function %s unavailable", name));
+      }
+      return absl::OkStatus();
+    };
+#define LOAD(f)                                                                   \
+  if (absl::Status s = load(#f, reinterpret_cast<void**>(&driver.f)); !s.ok()) { \
+    return s;                                                                     \
+  }
+    LOAD(cuMemCreate)
+    LOAD(cuMemRelease)
+    LOAD(cuMemExportToShareableHandle)
+    LOAD(cuMemImportFromShareableHandle)
+    LOAD(cuMemAddressReserve)
+    LOAD(cuMemAddressFree)
+    LOAD(cuMemMap)
+    LOAD(cuMemUnmap)
+    LOAD(cuMemSetAccess)
+    LOAD(cuMemGetAllocationGranularity)
+    LOAD(cuDeviceGetAttribute)
+    LOAD(cuGetErrorName)
+#undef LOAD
+    return absl::OkStatus();
+  }();
+  if (!status.ok()) return status;
+  return &driver;
+}
+
+absl::Status DriverError(const Driver& d, const char* what, CUresult r) {
+  const char* name = "?";
+  d.cuGetErrorName(r, &name);
+  return absl::InternalError(absl::StrFormat("%s: %s", what, name));
+}
+
+#define LS_CU(d, expr)                                            \
+  do {                                                            \
+    if (CUresult r_ = (expr); r_ != CUDA_SUCCESS) {               \
+      return DriverError(d, #expr, r_);                           \
+    }                                                             \
+  } while (0)
+
+int64_t BufferElems(const WorkspaceSpec& spec) {
+  // Room for either algorithm at full capacity, rounded to whole vectors.
+  const int64_t elems = protocol::LamportBufferElems(spec.world, spec.max_tokens * spec.hidden);
+  return (elems + 7) / 8 * 8;
+}
+
+// Exchanged per rank for a POSIX file descriptor handle.
+struct FdHandle {
+  int32_t pid;
+  int32_t fd;
+};
+
+}  // namespace
+
+LamportWorkspace::~LamportWorkspace() {
+  if (state_ != nullptr) cudaFree(state_);
+  if (status_ != nullptr) cudaFree(status_);
+  if (abort_host_ != nullptr) cudaFreeHost(const_cast<int*>(abort_host_));
+  if (owns_cudamalloc_ && buffers_ != nullptr) cudaFree(buffers_);
+  absl::StatusOr<const Driver*> d = GetDriver();
+  if (!d.ok()) return;
+  for (const Mapping& m : mappings_) {
+    (*d)->cuMemUnmap(m.address, m.size);
+    (*d)->cuMemAddressFree(m.address, m.size);
+    (*d)->cuMemRelease(m.handle);
+  }
+}
+
+absl::Status LamportWorkspace::InitCommon(cudaStream_t stream) {
+  LS_CUDA(cudaMalloc(&state_, sizeof(protocol::LamportState)));
+  LS_CUDA(cudaMemsetAsync(state_, 0, sizeof(protocol::LamportState), stream));
+  LS_CUDA(cudaMalloc(&status_, sizeof(LamportStatus)));
+  LS_CUDA(cudaMemsetAsync(status_, 0, sizeof(LamportStatus), stream));
+  int* host = nullptr;
+  LS_CUDA(cudaHostAlloc(&host, sizeof(int), cudaHostAllocMapped));
+  *host = 0;
+  abort_host_ = host;
+  int* dev = nullptr;
+  LS_CUDA(cudaHostGetDevicePointer(&dev, host, 0));
+  abort_device_ = dev;
+  return FillSentinel(buffers_, 3 * buffer_elems_, spec_.elem, stream);
+}
+
+absl::Status LamportWorkspace::ClearStatus(cudaStream_t stream) {
+  LS_CUDA(cudaMemsetAsync(status_, 0, sizeof(LamportStatus), stream));
+  return absl::OkStatus();
+}
+
+LamportRank LamportWorkspace::RankParams() const {
+  LamportRank r;
+  r.rank = rank_;
+  r.my_buffers = buffers_;
+  for (size_t p = 0; p < peers_.size(); ++p) r.peer_buffers[p] = peers_[p];
+  r.state = state_;
+  return r;
+}
+
+absl::StatusOr<std::vector<std::unique_ptr<LamportWorkspace>>> LamportWorkspace::CreateLocal(
+    const WorkspaceSpec& spec, std::span<const int> devices) {
+  if (spec.world != static_cast<int>(devices.size()) || spec.world < 1 ||
+      spec.world > kMaxPeers) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "a local workspace group needs one device per rank (world %d, %d devices, at most %d)",
+        spec.world, devices.size(), kMaxPeers));
+  }
+  std::vector<std::unique_ptr<LamportWorkspace>> group;
+  const int64_t elems = BufferElems(spec);
+  for (int r = 0; r < spec.world; ++r) {
+    auto ws = std::unique_ptr<LamportWorkspace>(new LamportWorkspace());
+    ws->spec_ = spec;
+    ws->rank_ = r;
+    ws->device_ = devices[static_cast<size_t>(r)];
+    ws->buffer_elems_ = elems;
+    ws->bytes_ = static_cast<size_t>(3 * elems * protocol::ElemBytes(spec.elem));
+    ws->sharing_ = "device";
+    LS_CUDA(cudaSetDevice(ws->device_));
+    LS_CUDA(cudaMalloc(&ws->buffers_, ws->bytes_));
+    ws->owns_cudamalloc_ = true;
+    if (absl::Status s = ws->InitCommon(nullptr); !s.ok()) return s;
+    group.push_back(std::move(ws));
+  }
+  for (int a = 0; a < spec.world; ++a) {
+    for (int b = 0; b < spec.world; ++b) {
+      const int da = devices[static_cast<size_t>(a)], db = devices[static_cast<size_t>(b)];
+      if (da == db) continue;
+      int can = 0;
+      LS_CUDA(cudaDeviceCanAccessPeer(&can, da, db));
+      if (!can) {
+        return absl::FailedPreconditionError(
+            absl::StrFormat("GPU %d cannot map GPU %d's memory (no peer access)", da, db));
+      }
+      LS_CUDA(cudaSetDevice(da));
+      const cudaError_t e = cudaDeviceEnablePeerAccess(db, 0);
+      if (e != cudaSuccess && e != cudaErrorPeerAccessAlreadyEnabled) LS_CUDA(e);
+      cudaGetLastError();
+    }
+  }
+  for (auto& ws : group) {
+    for (auto& peer : group) ws->peers_.push_back(peer->buffers_);
+  }
+  for (auto& ws : group) {
+    LS_CUDA(cudaSetDevice(ws->device_));
+    LS_CUDA(cudaDeviceSynchronize());
+  }
+  return group;
+}
+
+absl::StatusOr<std::unique_ptr<LamportWorkspace>> LamportWorkspace::CreateShared(
+    const WorkspaceSpec& spec, int device, PeerExchange& exchange) {
+  absl::StatusOr<const Driver*> driver = GetDriver();
+  if (!driver.ok()) return driver.status();
+  const Driver& d = **driver;
+  if (exchange.world() != spec.world) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "the exchange spans %d ranks but the workspace %d", exchange.world(), spec.world));
+  }
+  auto ws = std::unique_ptr<LamportWorkspace>(new LamportWorkspace());
+  ws->spec_ = spec;
+  ws->rank_ = exchange.rank();
+  ws->device_ = device;
+  ws->buffer_elems_ = BufferElems(spec);
+  LS_CUDA(cudaSetDevice(device));
+  LS_CUDA(cudaFree(nullptr));  // make the primary context current
+
+  int fabric = 0;
+  LS_CU(d, d.cuDeviceGetAttribute(&fabric, CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_FABRIC_SUPPORTED,
+                                  device));
+  CUmemAllocationProp prop = {};
+  prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+  prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  prop.location.id = device;
+  prop.requestedHandleTypes = fabric ? CU_MEM_HANDLE_TYPE_FABRIC
+                                     : CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+  size_t granularity = 0;
+  LS_CU(d, d.cuMemGetAllocationGranularity(&granularity, &prop,
+                                           CU_MEM_ALLOC_GRANULARITY_RECOMMENDED));
+  const size_t raw = static_cast<size_t>(3 * ws->buffer_elems_ * protocol::ElemBytes(spec.elem));
+  const size_t size = (raw + granularity - 1) / granularity * granularity;
+  ws->bytes_ = size;
+
+  CUmemGenericAllocationHandle mine = 0;
+  CUresult created = d.cuMemCreate(&mine, size, &prop, 0);
+  if (created != CUDA_SUCCESS && fabric) {
+    // FABRIC advertised but refused (no IMEX channel): fall back to POSIX fds.
+    fabric = 0;
+    prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+    created = d.cuMemCreate(&mine, size, &prop, 0);
+  }
+  if (created != CUDA_SUCCESS) return DriverError(d, "cuMemCreate", created);
+  ws->sharing_ = fabric ? "fabric" : "posix_fd";
+
+  // Export, exchange and import every rank's handle.
+  std::vector<CUmemGenericAllocationHandle> handles(static_cast<size_t>(spec.world));
+  if (fabric) {
+    CUmemFabricHandle h;
+    LS_CU(d, d.cuMemExportToShareableHandle(&h, mine, CU_MEM_HANDLE_TYPE_FABRIC, 0));
+    std::vector<uint8_t> all(sizeof(h) * static_cast<size_t>(spec.world));
+    if (absl::Status s = exchange.AllGather(
+            std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(&h), sizeof(h)), all);
+        !s.ok()) {
+      return s;
+    }
+    for (int r = 0; r < spec.world; ++r) {
+      if (r == ws->rank_) {
+        handles[static_cast<size_t>(r)] = mine;
+        continue;
+      }
+      LS_CU(d, d.cuMemImportFromShareableHandle(&handles[static_cast<size_t>(r)],
+                                                all.data() + sizeof(h) * static_cast<size_t>(r),
+                                                CU_MEM_HANDLE_TYPE_FABRIC));
+    }
+  } else {
+    int fd = -1;
+    LS_CU(d, d.cuMemExportToShareableHandle(&fd, mine, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
+                                            0));
+    const FdHandle h{getpid(), fd};
+    std::vector<uint8_t> all(sizeof(h) * static_cast<size_t>(spec.world));
+    if (absl::Status s = exchange.AllGather(
+            std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(&h), sizeof(h)), all);
+        !s.ok()) {
+      return s;
+    }
+    for (int r = 0; r < spec.world; ++r) {
+      if (r == ws->rank_) {
+        handles[static_cast<size_t>(r)] = mine;
+        continue;
+      }
+      FdHandle peer;
+      std::memcpy(&peer, all.data() + sizeof(h) * static_cast<size_t>(r), sizeof(peer));
+      // Duplicate the peer's descriptor into this process (Linux 5.6+).
+      const int pidfd = static_cast<int>(syscall(SYS_pidfd_open, peer.pid, 0));
+      const int local = pidfd < 0 ? -1 : static_cast<int>(syscall(SYS_pidfd_getfd, pidfd, peer.fd, 0));
+      if (pidfd >= 0) close(pidfd);
+      if (local < 0) {
+        return absl::FailedPreconditionError(absl::StrFormat(
+            "cannot obtain rank %d's memory handle (pidfd_getfd of pid %d fd %d: %s); run the "
+            "ranks as one user on a kernel >= 5.6, or on a device with FABRIC handles",
+            r, peer.pid, peer.fd, std::strerror(errno)));
+      }
+      const CUresult imported = d.cuMemImportFromShareableHandle(
+          &handles[static_cast<size_t>(r)], reinterpret_cast<void*>(static_cast<uintptr_t>(local)),
+          CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+      close(local);
+      if (imported != CUDA_SUCCESS) return DriverError(d, "cuMemImportFromShareableHandle", imported);
+    }
+    close(fd);
+  }
+  // Map every rank's allocation into this process with read-write access.
+  CUmemAccessDesc access = {};
+  access.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  access.location.id = device;
+  access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+  for (int r = 0; r < spec.world; ++r) {
+    CUdeviceptr address = 0;
+    LS_CU(d, d.cuMemAddressReserve(&address, size, granularity, 0, 0));
+    LS_CU(d, d.cuMemMap(address, size, 0, handles[static_cast<size_t>(r)], 0));
+    LS_CU(d, d.cuMemSetAccess(address, size, &access, 1));
+    ws->mappings_.push_back({handles[static_cast<size_t>(r)], address, size});
+    ws->peers_.push_back(reinterpret_cast<void*>(address));
+  }
+  ws->buffers_ = ws->peers_[static_cast<size_t>(ws->rank_)];
+  if (absl::Status s = ws->InitCommon(nullptr); !s.ok()) return s;
+  LS_CUDA(cudaDeviceSynchronize());
+  // Every rank's buffers hold the sentinel before anyone pushes.
+  std::vector<uint8_t> dummy(static_cast<size_t>(spec.world));
+  const uint8_t one = 1;
+  if (absl::Status s = exchange.AllGather(std::span<const uint8_t>(&one, 1), dummy); !s.ok()) {
+    return s;
+  }
+  return ws;
+}
+
+}  // namespace lockstep::cuda
