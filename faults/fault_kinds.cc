@@ -7,6 +7,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "dispatch/dtype.h"
 #include "dispatch/workspace.h"
 #include "sim/did_you_mean.h"
 
@@ -294,9 +295,25 @@ absl::Status ValidateFault(const Scenario& s, const ParallelLayout& layout, cons
       }
       continue;
     }
-    if (key != "dtype" && !absl::SimpleAtoi(value, &number)) {
+    if (key == "dtype") {
+      if (!ParseDType(value).ok()) {
+        return absl::InvalidArgumentError(absl::StrFormat(
+            "%s: fault '%s' parameter dtype must be bf16, fp16 or fp32, got '%s'", where, f.kind,
+            value));
+      }
+      continue;
+    }
+    if (!absl::SimpleAtoi(value, &number)) {
       return absl::InvalidArgumentError(absl::StrFormat(
           "%s: fault '%s' parameter '%s' expects an integer, got '%s'", where, f.kind, key, value));
+    }
+    // Every numeric parameter is a count, a size or a duration: never
+    // negative, and bounded so that a typo cannot stall a run for hours.
+    const int64_t limit = key == "delay_us" ? int64_t{60'000'000} : int64_t{1} << 40;
+    if (number < 0 || number > limit) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "%s: fault '%s' parameter '%s' must be between 0 and %d, got %d", where, f.kind, key,
+          limit, number));
     }
   }
   for (int r : f.ranks) {

@@ -7,8 +7,10 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "dispatch/group_layout.h"
@@ -71,6 +73,9 @@ struct SimContext {
   protocol::Elem elem;
   ContributorSets sets;
   NumericStore numeric;
+  // Element classes a fault injected into (rank, instance)'s numeric input,
+  // so that the double-precision reference sums what the ranks really sent.
+  std::map<std::pair<int, uint64_t>, uint8_t> injected_input_flags;
   std::vector<int64_t> clock;
   Trace trace;
   std::optional<Finding> finding;

@@ -57,6 +57,7 @@ SimTensor MakeInput(SimContext& ctx, int rank, uint64_t instance, int64_t elems,
   v.flags = flags;
   if (ctx.exact) v.exact = ctx.sets.Singleton(rank, instance);
   if (ctx.numeric_mode) {
+    if (flags != 0) ctx.injected_input_flags[{rank, instance}] |= flags;
     std::vector<uint32_t> bits = NumericInput(ctx, rank, instance, elems, flags);
     v.flags = ScanFlags(bits, ctx.elem);
     StableHasher h;
@@ -288,7 +289,9 @@ bool ReductionChecker::Check(SimContext& ctx, const ReductionCheck& c, const Sim
                                                            : 9.8e-4;
     std::vector<double> ref(static_cast<size_t>(c.elems), 0.0), mag(ref.size(), 0.0);
     for (int r : c.expected) {
-      std::vector<uint32_t> in = NumericInput(ctx, r, c.instance, c.elems, 0);
+      const auto injected = ctx.injected_input_flags.find({r, c.instance});
+      const uint8_t flags = injected == ctx.injected_input_flags.end() ? 0 : injected->second;
+      std::vector<uint32_t> in = NumericInput(ctx, r, c.instance, c.elems, flags);
       for (size_t i = 0; i < in.size(); ++i) {
         const double x = protocol::ToFloat(in[i], ctx.elem);
         ref[i] += x;

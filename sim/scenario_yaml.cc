@@ -45,8 +45,15 @@ class Reader {
   absl::Status CheckKeys(const YAML::Node& map, std::string_view path,
                          std::span<const std::string_view> allowed) const {
     if (!map.IsMap()) return Error(map, path, "expected a mapping of keys to values");
+    std::vector<std::string> seen;
     for (const auto& kv : map) {
       const std::string key = kv.first.Scalar();
+      // yaml-cpp keeps both entries of a repeated key and lookups find the
+      // first: refuse it rather than run on one of them silently.
+      if (std::find(seen.begin(), seen.end(), key) != seen.end()) {
+        return Error(kv.first, Join(path, key), "duplicate key (each key may appear once)");
+      }
+      seen.push_back(key);
       if (std::find(allowed.begin(), allowed.end(), key) != allowed.end()) continue;
       return Error(kv.first, Join(path, key),
                    absl::StrFormat("unknown key%s (known: %s)", DidYouMean(key, allowed),
@@ -430,8 +437,41 @@ std::string FindCatalogue(const std::string& scenario_path) {
   return LOCKSTEP_TOPOLOGIES_DIR;
 }
 
+namespace {
+
+// YAML text must be UTF-8: a parser that let other bytes through would write
+// them back differently (a report's scenario would not be the one that ran).
+absl::Status CheckUtf8(std::string_view text, const std::string& path) {
+  int line = 1;
+  for (size_t i = 0; i < text.size();) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (c == '\n') ++line;
+    size_t len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xe ? 3 : (c >> 3) == 0x1e ? 4 : 0;
+    bool ok = len != 0 && i + len <= text.size();
+    for (size_t k = 1; ok && k < len; ++k) {
+      ok = (static_cast<unsigned char>(text[i + k]) >> 6) == 0x2;
+    }
+    if (ok && len > 1) {  // no overlong forms, surrogates or code points past U+10FFFF
+      uint32_t cp = c & (0xffu >> (len + 1));
+      for (size_t k = 1; k < len; ++k) cp = (cp << 6) | (static_cast<unsigned char>(text[i + k]) & 0x3fu);
+      ok = !(len == 2 && cp < 0x80) && !(len == 3 && cp < 0x800) && !(len == 4 && cp < 0x10000) &&
+           !(cp >= 0xd800 && cp <= 0xdfff) && cp <= 0x10ffff;
+    }
+    if (!ok) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "%s:%d: the scenario is not valid UTF-8 (byte 0x%02x); YAML files must be UTF-8", path,
+          line, c));
+    }
+    i += len;
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::StatusOr<Scenario> ParseScenario(std::string_view text, const std::string& path,
                                        const std::string& catalogue) {
+  LS_RETURN_IF_ERROR(CheckUtf8(text, path));
   absl::StatusOr<YAML::Node> root = LoadYaml(text, path);
   if (!root.ok()) return root.status();
   const Reader r(path);
@@ -463,6 +503,22 @@ absl::StatusOr<Scenario> ParseScenario(std::string_view text, const std::string&
       ResolveEntry(r, n["model"], "model", catalogue, "models", ParseModelNode, &s.model));
   if (n["dispatch"]) LS_RETURN_IF_ERROR(ParseDispatch(r, n["dispatch"], &s.dispatch));
   if (n["workload"]) LS_RETURN_IF_ERROR(ParseWorkload(r, n["workload"], &s.workload));
+  if (!s.workload.dp_tokens.empty()) {
+    // Per-group token counts mean attention-DP groups: one list per group.
+    const int attn_dp = DeriveWidths(s.parallel).attn_dp;
+    const YAML::Node at = n["workload"]["dp_tokens"];
+    if (attn_dp <= 1) {
+      return r.Error(at, "workload.dp_tokens",
+                     "per-DP-group token counts need DP attention with dp > 1 "
+                     "(parallel.dp_attention: true); use workload.tokens otherwise");
+    }
+    if (static_cast<int>(s.workload.dp_tokens.size()) != attn_dp) {
+      return r.Error(at, "workload.dp_tokens",
+                     absl::StrFormat("%d token lists for %d attention-DP groups: give one list "
+                                     "per group",
+                                     s.workload.dp_tokens.size(), attn_dp));
+    }
+  }
   if (const int layers = s.workload.layers > 0 ? s.workload.layers : s.model.layers;
       layers < s.parallel.pp) {
     return r.Error(n["parallel"], "parallel.pp",

@@ -1,0 +1,132 @@
+// Every known-bad dispatch policy (faults/mutants.h) is caught — a silent
+// verdict — on every catalogue scenario built to expose it, and the mutation
+// score over the whole catalogue stays 100%.
+
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "faults/explore.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/regression/regression_util.h"
+
+namespace lockstep::regression {
+namespace {
+
+// The catalogue scenarios (relative to topologies/scenarios/) that target
+// each mutant: the layout or fault that exposes its bug. A new mutant needs
+// its row here (MutantTargetsTest fails until it has one).
+const std::map<std::string, std::vector<std::string>>& Targets() {
+  static const auto* const kTargets = new std::map<std::string, std::vector<std::string>>{
+      {"swallow-kernel-error",
+       {"faults/tp8-kernel-launch-failure", "faults/tp32-gb200-kernel-launch-failure",
+        "faults/tp8-ep4-kernel-launch-failure", "faults/dpattn-dp8-ep8-kernel-launch-failure",
+        "faults/tp8-deepseek-v4-gb200-uncleared-buffer"}},
+      // Equal-size EP and MoE-TP groups with other peers: tp4·ep2 shapes.
+      {"both-moe-groups-tagged",
+       {"tp4-ep2-qwen3-h200", "faults/tp4-ep2-both-moe-groups-tagged", "pp2-tp4-ep2-qwen3-h200",
+        "faults/pp2-tp4-ep2-both-moe-groups-tagged", "tp4-ep2-qwen3-pcie"}},
+      {"no-hybrid-fusion-gate",
+       {"tp4-ep2-qwen3-h200", "tp8-ep2-deepseek-v3-h200", "tp8-ep4-deepseek-v3-h200",
+        "dpattn-dp2-ep2-deepseek-v3-h200", "dpattn-dp2-ep4-qwen3-h200", "pp2-tp4-ep2-qwen3-h200",
+        "pp2-tp8-ep2-deepseek-v3-gb200", "tp4-ep2-qwen3-pcie"}},
+      {"workspace-matched-by-size",
+       {"faults/tp4-ep2-moedp2-bound-to-other-peers", "faults/tp4-ep2-moedp2-stale-binding",
+        "faults/dpattn-ep4-attn-bound-to-other-peers"}},
+      {"capacity-from-local-view",
+       {"faults/tp8-capacity-view", "faults/tp16-gb200-capacity-view",
+        "faults/tp8-ep4-moedp2-capacity-view", "faults/tp8-deepseek-v4-gb200-capacity-view"}},
+      {"pp-flush-ep-only", {"pp2-tp4-ep2-qwen3-h200", "pp2-tp8-ep2-deepseek-v3-gb200"}},
+      {"allreduce-replicated-output",
+       {"tp4-ep2-qwen3-h200", "tp8-ep2-deepseek-v3-h200", "tp8-ep8-deepseek-v3-b200",
+        "tp16-deepseek-v3-gb200", "dpattn-dp2-deepseek-v3-h200", "dpattn-dp2-ep8-deepseek-v3-h200",
+        "tp8-ep4-moedp2-deepseek-v3-h200"}},
+      {"draft-projection-over-tp", {"dpattn-dp2-speculative-deepseek-v3-h200"}},
+      {"init-failure-without-vote",
+       {"faults/tp8-workspace-alloc-failure", "faults/tp32-gb200-workspace-alloc-failure",
+        "faults/tp8-ep4-moedp2-workspace-alloc-failure", "faults/tp8-library-unavailable",
+        "faults/tp16-gb200-library-unavailable", "faults/tp8-ep8-b200-library-unavailable"}},
+      {"per-rank-grid-size",
+       {"faults/tp8-sm-count-divergence", "faults/tp8-ep8-b200-sm-count-divergence",
+        "faults/tp2-pcie-sm-count-divergence"}},
+      {"sentinel-zero-and-signbit",
+       {"faults/tp8-negative-subnormal-ftz",
+        "faults/tp8-deepseek-v4-gb200-negative-subnormal-ftz"}},
+      {"fp32-acc-from-rank-env",
+       {"faults/tp8-fp32-acc-env", "faults/tp8-deepseek-v4-gb200-fp32-acc-env"}},
+      {"local-predicates",
+       {"faults/tp8-workspace-initialized-view", "faults/tp8-capacity-view",
+        "faults/tp8-dtype-seen", "faults/tp8-contiguity-view", "faults/tp8-backend-flag",
+        "faults/tp8-tracing-state", "faults/tp8-graph-capture-state",
+        "faults/tp8-ep2-workspace-initialized-view",
+        "faults/pp9-tp16-2xnvl72-workspace-initialized-view", "faults/dpattn-token-count-view",
+        "faults/dpattn-dp8-ep8-token-count-view", "faults/dpattn-dp8-token-count-view",
+        "faults/pp2-dpattn-dp72-ep72-2xnvl72-token-count-view"}},
+  };
+  return *kTargets;
+}
+
+std::vector<std::string> MutantNames() {
+  std::vector<std::string> names;
+  for (const faults::MutantInfo& m : faults::AllMutants()) names.emplace_back(m.name);
+  return names;
+}
+
+TEST(MutantTargetsTest, EveryMutantHasTargetScenariosAndEveryTargetExists) {
+  std::set<std::string> mutants;
+  for (const std::string& m : MutantNames()) {
+    mutants.insert(m);
+    EXPECT_TRUE(Targets().count(m) > 0) << "mutant " << m << " has no target scenarios";
+  }
+  for (const auto& [mutant, scenarios] : Targets()) {
+    EXPECT_TRUE(mutants.count(mutant) > 0) << "targets listed for unknown mutant " << mutant;
+    for (const std::string& name : scenarios) {
+      absl::StatusOr<Scenario> s = LoadCatalogueScenario(name);
+      EXPECT_TRUE(s.ok()) << mutant << " target " << name << ": " << s.status();
+    }
+  }
+}
+
+class MutantDetectionTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(MutantDetectionTest, IsCaughtOnEveryScenarioThatTargetsIt) {
+  const std::string& mutant = GetParam();
+  const faults::MutantInfo* info = nullptr;
+  for (const faults::MutantInfo& m : faults::AllMutants()) {
+    if (m.name == mutant) info = &m;
+  }
+  ASSERT_NE(info, nullptr);
+  auto it = Targets().find(mutant);
+  ASSERT_NE(it, Targets().end()) << "no targets for " << mutant;
+  bool expected_class_seen = false;
+  for (const std::string& name : it->second) {
+    SCOPED_TRACE(name);
+    std::optional<SilentRun> caught = FirstSilentFailure(name, mutant);
+    EXPECT_TRUE(caught.has_value())
+        << mutant << " (" << info->source << ") is not caught on " << name << " in seeds 1-"
+        << kSeeds << " (exposed by " << info->exposed_by << ")";
+    if (caught) expected_class_seen |= caught->result.verdict == info->expected;
+  }
+  EXPECT_TRUE(expected_class_seen)
+      << mutant << " never gave " << VerdictName(info->expected) << " on its targets";
+}
+
+INSTANTIATE_TEST_SUITE_P(Mutants, MutantDetectionTest, ::testing::ValuesIn(MutantNames()),
+                         [](const ::testing::TestParamInfo<std::string>& param) {
+                           return TestNameOf(param.param);
+                         });
+
+TEST(MutationScoreTest, EveryMutantIsDetectedSomewhereInTheCatalogue) {
+  absl::StatusOr<std::vector<Scenario>> scenarios = faults::LoadScenarios(ScenariosDir());
+  ASSERT_TRUE(scenarios.ok()) << scenarios.status();
+  absl::StatusOr<faults::MutantTable> table = faults::RunMutants(*scenarios, 2, 2, Registry());
+  ASSERT_TRUE(table.ok()) << table.status();
+  EXPECT_EQ(table->detected, static_cast<int>(faults::AllMutants().size()))
+      << faults::FormatMutantTable(*scenarios, *table);
+  EXPECT_DOUBLE_EQ(table->score(), 1.0);
+}
+
+}  // namespace
+}  // namespace lockstep::regression
