@@ -155,12 +155,25 @@ bool FaultInjector::KillsRank(int rank, int64_t call) {
   return false;
 }
 
-void FaultInjector::OnStep(SimRun& run, int rank, int step) {
+void FaultInjector::StepLocalState(int rank, int step, RankLocalState& state) const {
   for (const FaultSpec& f : faults_) {
     if (std::find(f.ranks.begin(), f.ranks.end(), rank) == f.ranks.end()) continue;
-    if (IsLocalStateFault(f.kind) && f.at_step == step) {
-      ApplyLocal(f, run.ranks[static_cast<size_t>(rank)].local);
-    }
+    if (IsLocalStateFault(f.kind) && f.at_step == step) ApplyLocal(f, state);
+  }
+}
+
+int64_t FaultInjector::StragglerDelayUs(int rank, int step) const {
+  int64_t delay = 0;
+  for (const FaultSpec* f : For("straggler", rank)) {
+    if (f->at_step < 0 || f->at_step == step) delay += Param(*f, "delay_us", 200);
+  }
+  return delay;
+}
+
+void FaultInjector::OnStep(SimRun& run, int rank, int step) {
+  StepLocalState(rank, step, run.ranks[static_cast<size_t>(rank)].local);
+  for (const FaultSpec& f : faults_) {
+    if (std::find(f.ranks.begin(), f.ranks.end(), rank) == f.ranks.end()) continue;
     if (f.kind == "straggler" && (f.at_step < 0 || f.at_step == step)) {
       SimContext& ctx = run.ctx;
       ctx.AdvanceTo(rank, ctx.Clock(rank) + Param(f, "delay_us", 200) * 1000);

@@ -47,6 +47,12 @@ class FaultInjector : public SimFaultPlan {
   bool DropsClear(int rank, uint64_t epoch) override;
   bool DropsFlag(int rank, int target, uint64_t epoch) override;
 
+  // For hosts other than the simulator (the hardware runner): the local-state
+  // faults that start at `step` on `rank`, applied to `state`; and the delay
+  // (µs) a straggler fault adds to `rank`'s `step`.
+  void StepLocalState(int rank, int step, RankLocalState& state) const;
+  int64_t StragglerDelayUs(int rank, int step) const;
+
  private:
   FaultInjector(const Scenario& scenario, std::vector<FaultSpec> faults);
   // Faults of `kind` that target `rank`.

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs lockstep's GPU tests and benchmarks on a GPU host from a bundle made by
 # tools/gpu_bundle.sh, writing logs into OUT_DIR.
-# Usage: tools/gpu_suite.sh BUNDLE OUT_DIR PHASE...   (PHASE: tests sanitize bench torch)
+# Usage: tools/gpu_suite.sh BUNDLE OUT_DIR PHASE...   (PHASE: tests sanitize bench hw torch)
 set -uo pipefail
 bundle=$1 out=$2
 shift 2
@@ -43,6 +43,20 @@ for phase in "$@"; do
     bench)
       step bench 280 "$bin/gpu_allreduce_bench" --benchmark_out="$out/bench.json" \
         --benchmark_out_format=json
+      ;;
+    hw)
+      # lockstep hw: the multigpu tests, then three runs whose output the docs quote.
+      export LOCKSTEP_CLI=$bin/lockstep LOCKSTEP_SOURCE_DIR=$PWD
+      step hw_runner_test 400 "$bin/hw_runner_test"
+      mpi="mpirun -np 2 -x LD_LIBRARY_PATH -x NCCL_NVLS_ENABLE"
+      step hw_runs 180 bash -c "set -x
+        $mpi $bin/lockstep hw topologies/scenarios/hw/tp2-ep2-qwen3-h200x2.yaml --compare
+        $mpi $bin/lockstep hw topologies/scenarios/hw/tp2-h200x2-workspace-initialized-view.yaml \
+          --policy local-predicates --kernel-wait-ms 2000 --watchdog-ms 4000
+        $mpi $bin/lockstep hw topologies/scenarios/hw/tp2-h200x2-workspace-initialized-view.yaml \
+          --policy local-predicates --consistency 1 --kernel-wait-ms 2000 --watchdog-ms 4000
+        $mpi $bin/lockstep hw topologies/scenarios/hw/tp2-ep2-qwen3-h200x2.yaml \
+          --policy allreduce-replicated-output"
       ;;
     torch)
       step torch 200 torchrun --nproc-per-node 2 bench/torch_symm_mem_bench.py --out "$out/torch.csv"

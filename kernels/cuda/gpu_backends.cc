@@ -1,5 +1,8 @@
 #include "kernels/cuda/gpu_backends.h"
 
+#include <chrono>
+#include <thread>
+
 #include "absl/strings/str_format.h"
 #include "kernels/cuda/allreduce_kernels.h"
 
@@ -39,6 +42,10 @@ GpuFusedBackend::GpuFusedBackend(LamportWorkspace* workspace, cudaStream_t strea
 
 absl::StatusOr<LamportLaunch> GpuFusedBackend::MakeLaunch(const Tensor& tensor,
                                                           const DecisionRecord& record) const {
+  if (workspace_ == nullptr) {
+    return absl::FailedPreconditionError(
+        "the fused backend has no workspace buffers (its rendezvous never created them)");
+  }
   absl::StatusOr<protocol::Elem> elem = ElemOf(tensor.desc.dtype);
   if (!elem.ok()) return elem.status();
   const WorkspaceSpec& spec = workspace_->spec();
@@ -89,6 +96,9 @@ absl::StatusOr<LamportLaunch> GpuFusedBackend::MakeLaunch(const Tensor& tensor,
 }
 
 absl::Status GpuFusedBackend::AllReduce(Tensor& tensor, const DecisionRecord& record) {
+  if (before_call_) {
+    if (absl::Status s = before_call_(record); !s.ok()) return s;
+  }
   absl::StatusOr<LamportLaunch> launch = MakeLaunch(tensor, record);
   if (!launch.ok()) return launch.status();
   if (cudaError_t e = cudaSetDevice(workspace_->device()); e != cudaSuccess) {
@@ -99,7 +109,14 @@ absl::Status GpuFusedBackend::AllReduce(Tensor& tensor, const DecisionRecord& re
   return CheckLamportStatus(*launch, stream_);
 }
 
-absl::Status GpuNcclBackend::AllReduce(Tensor& tensor, const DecisionRecord&) {
+absl::Status GpuNcclBackend::AllReduce(Tensor& tensor, const DecisionRecord& record) {
+  if (before_call_) {
+    if (absl::Status s = before_call_(record); !s.ok()) return s;
+  }
+  if (aborted_) {
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "NCCL communicator of %s was aborted by the watchdog at an earlier call", name_));
+  }
   ncclDataType_t type;
   switch (tensor.desc.dtype) {
     case DType::kBf16:
@@ -118,14 +135,51 @@ absl::Status GpuNcclBackend::AllReduce(Tensor& tensor, const DecisionRecord&) {
   const ncclResult_t r = ncclAllReduce(tensor.data, tensor.data,
                                        static_cast<size_t>(tensor.desc.numel()), type, ncclSum,
                                        comm_, stream_);
-  if (r != ncclSuccess) {
-    return absl::InternalError(absl::StrFormat("ncclAllReduce: %s (%s)", ncclGetErrorString(r),
-                                               ncclGetLastError(comm_)));
+  if (r != ncclSuccess && r != ncclInProgress) {
+    return absl::InternalError(absl::StrFormat("ncclAllReduce on %s: %s (%s)", name_,
+                                               ncclGetErrorString(r), ncclGetLastError(comm_)));
   }
-  if (cudaError_t e = cudaStreamSynchronize(stream_); e != cudaSuccess) {
-    return absl::InternalError(absl::StrFormat("NCCL all-reduce: %s", CudaErrorText(e)));
+  return Wait(record);
+}
+
+absl::Status GpuNcclBackend::Wait(const DecisionRecord& record) {
+  if (watchdog_ns_ == 0) {
+    if (cudaError_t e = cudaStreamSynchronize(stream_); e != cudaSuccess) {
+      return absl::InternalError(absl::StrFormat("NCCL all-reduce on %s: %s", name_,
+                                                 CudaErrorText(e)));
+    }
+    return absl::OkStatus();
   }
-  return absl::OkStatus();
+  const auto start = std::chrono::steady_clock::now();
+  for (;;) {
+    // A non-blocking communicator may still be enqueuing (ncclInProgress):
+    // only once that is done does the stream hold the whole call.
+    ncclResult_t async = ncclSuccess;
+    ncclCommGetAsyncError(comm_, &async);
+    if (async != ncclSuccess && async != ncclInProgress) {
+      return absl::InternalError(absl::StrFormat("NCCL all-reduce on %s: %s", name_,
+                                                 ncclGetErrorString(async)));
+    }
+    if (async == ncclSuccess) {
+      const cudaError_t q = cudaStreamQuery(stream_);
+      if (q == cudaSuccess) return absl::OkStatus();
+      if (q != cudaErrorNotReady) {
+        return absl::InternalError(absl::StrFormat("NCCL all-reduce on %s: %s", name_,
+                                                   CudaErrorText(q)));
+      }
+    }
+    const auto waited = std::chrono::steady_clock::now() - start;
+    if (static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(waited).count()) >
+        watchdog_ns_) {
+      ncclCommAbort(comm_);
+      aborted_ = true;
+      return absl::DeadlineExceededError(absl::StrFormat(
+          "NCCL all-reduce on %s (call %d of the group) did not complete within %.3f s; the "
+          "watchdog aborted the communicator (a peer never joined the call)",
+          name_, record.seq, static_cast<double>(watchdog_ns_) / 1e9));
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(20));
+  }
 }
 
 }  // namespace lockstep::cuda

@@ -10,6 +10,8 @@
 #include <nccl.h>
 
 #include <cstdint>
+#include <functional>
+#include <string>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -19,6 +21,11 @@
 #include "kernels/cuda/workspace.h"
 
 namespace lockstep::cuda {
+
+// Called before a backend runs a call, with the decision that chose it: an
+// error returned here is the call's error and nothing runs (the hardware
+// runner injects kernel errors and counts calls through it).
+using BeforeCallHook = std::function<absl::Status(const DecisionRecord&)>;
 
 // DType → kernel element type; InvalidArgument for kUnset.
 absl::StatusOr<protocol::Elem> ElemOf(DType dtype);
@@ -50,6 +57,7 @@ class GpuFusedBackend final : public FusedAllReduceBackend {
   void set_norm_operands(const NormOperands& norm) { norm_ = norm; }
   // Budget of every bounded wait (default 10 s).
   void set_wait_budget_ns(uint64_t ns) { wait_budget_ns_ = ns; }
+  void set_before_call(BeforeCallHook hook) { before_call_ = std::move(hook); }
 
   // The launch AllReduce would make, for callers that enqueue without
   // waiting (CUDA-graph capture, benchmarks). InvalidArgument when the
@@ -62,6 +70,7 @@ class GpuFusedBackend final : public FusedAllReduceBackend {
   cudaStream_t stream_;
   NormOperands norm_;
   uint64_t wait_budget_ns_ = 10ull * 1000 * 1000 * 1000;
+  BeforeCallHook before_call_;
 };
 
 class GpuNcclBackend final : public NcclBackend {
@@ -69,12 +78,31 @@ class GpuNcclBackend final : public NcclBackend {
   // `comm` and `stream` outlive the backend.
   GpuNcclBackend(ncclComm_t comm, cudaStream_t stream) : comm_(comm), stream_(stream) {}
 
-  // ncclAllReduce (sum) in place, then waits for the stream.
+  // ncclAllReduce (sum) in place, then waits for it. With a watchdog set
+  // (the communicator must be non-blocking), the wait polls the stream and
+  // ncclCommGetAsyncError; past the deadline it aborts the communicator
+  // (ncclCommAbort) and returns DeadlineExceeded naming the group and call,
+  // so a peer that never joins ends the call instead of hanging it. The
+  // communicator is unusable afterwards: fail-stop.
   absl::Status AllReduce(Tensor& tensor, const DecisionRecord& record) override;
 
+  void set_watchdog_ns(uint64_t ns) { watchdog_ns_ = ns; }
+  // Whether the watchdog aborted (and so freed) the communicator: its owner
+  // must neither destroy nor abort it again.
+  bool aborted() const { return aborted_; }
+  void set_before_call(BeforeCallHook hook) { before_call_ = std::move(hook); }
+  // The group's name in messages ("attn_tp [0,1]").
+  void set_name(std::string name) { name_ = std::move(name); }
+
  private:
+  absl::Status Wait(const DecisionRecord& record);
+
   ncclComm_t comm_;
   cudaStream_t stream_;
+  uint64_t watchdog_ns_ = 0;
+  BeforeCallHook before_call_;
+  std::string name_ = "group";
+  bool aborted_ = false;
 };
 
 }  // namespace lockstep::cuda

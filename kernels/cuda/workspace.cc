@@ -233,14 +233,18 @@ absl::StatusOr<std::unique_ptr<LamportWorkspace>> LamportWorkspace::CreateShared
 
   CUmemGenericAllocationHandle mine = 0;
   CUresult created = d.cuMemCreate(&mine, size, &prop, 0);
+  std::string why_not_fabric = fabric ? "" : " (the device reports no FABRIC handle support)";
   if (created != CUDA_SUCCESS && fabric) {
     // FABRIC advertised but refused (no IMEX channel): fall back to POSIX fds.
+    const char* name = "?";
+    d.cuGetErrorName(created, &name);
+    why_not_fabric = absl::StrFormat(" (FABRIC advertised, cuMemCreate refused it: %s)", name);
     fabric = 0;
     prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
     created = d.cuMemCreate(&mine, size, &prop, 0);
   }
   if (created != CUDA_SUCCESS) return DriverError(d, "cuMemCreate", created);
-  ws->sharing_ = fabric ? "fabric" : "posix_fd";
+  ws->sharing_ = fabric ? "fabric" : "posix_fd" + why_not_fabric;
 
   // Export, exchange and import every rank's handle.
   std::vector<CUmemGenericAllocationHandle> handles(static_cast<size_t>(spec.world));

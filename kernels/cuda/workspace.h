@@ -67,7 +67,8 @@ class LamportWorkspace {
   int device() const { return device_; }
   const WorkspaceSpec& spec() const { return spec_; }
   int64_t buffer_elems() const { return buffer_elems_; }
-  // "fabric", "posix_fd" or "device" (how peers reach the buffers).
+  // How peers reach the buffers: "fabric", "device", or "posix_fd" followed
+  // by why not FABRIC ("(the device reports no FABRIC handle support)").
   const std::string& sharing() const { return sharing_; }
 
   // This rank's part of a launch (without input/output).

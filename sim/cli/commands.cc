@@ -18,6 +18,8 @@ std::span<const Command> Commands() {
               &RunShrink},
       Command{"mutants", "run every known-bad policy and print the detection table", &RunMutants},
       Command{"faults", "list the fault kinds and mutants", &RunFaults},
+      Command{"hw", "run a scenario on GPUs under mpirun (--dry-run: print the plan; --compare)",
+              &RunHw},
       Command{"layout", "print the groups of a parallel layout, its workspaces and reductions",
               &RunLayout},
   };

@@ -32,6 +32,7 @@ int RunReplay(std::span<const std::string> args, std::ostream& out, std::ostream
 int RunShrink(std::span<const std::string> args, std::ostream& out, std::ostream& err);
 int RunMutants(std::span<const std::string> args, std::ostream& out, std::ostream& err);
 int RunFaults(std::span<const std::string> args, std::ostream& out, std::ostream& err);
+int RunHw(std::span<const std::string> args, std::ostream& out, std::ostream& err);
 
 // Dispatches argv (program name first) to a verb.
 int Main(std::span<const std::string> argv, std::ostream& out, std::ostream& err);

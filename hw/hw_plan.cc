@@ -1,0 +1,104 @@
+#include "hw/hw_plan.h"
+
+#include <map>
+#include <sstream>
+
+#include "absl/strings/str_format.h"
+#include "dispatch/workspace.h"
+#include "kernels/protocol/two_shot.h"
+#include "sim/layout_report.h"
+#include "sim/simulation.h"
+
+namespace lockstep::hw {
+
+Scenario AsRunOnHardware(Scenario scenario) {
+  scenario.dispatch.custom_allreduce = false;
+  return scenario;
+}
+
+absl::StatusOr<std::string> DescribeHwPlan(const Scenario& input, const std::string& policy_name,
+                                           uint64_t seed, const PolicyRegistry& registry) {
+  const Scenario scenario = AsRunOnHardware(input);
+  absl::StatusOr<ParallelLayout> layout = ParallelLayout::Build(scenario.parallel);
+  if (!layout.ok()) return layout.status();
+  const std::string name = policy_name.empty() ? scenario.dispatch.policy : policy_name;
+  absl::StatusOr<std::unique_ptr<DispatchPolicy>> policy = registry.Create(name);
+  if (!policy.ok()) return policy.status();
+  std::ostringstream out;
+  const int world = layout->world_size();
+  const int per_node = scenario.hardware.gpus_per_node;
+  out << absl::StrFormat("lockstep hw plan: %s, %d ranks on %s (%d GPUs per node)\n",
+                         scenario.name, world, scenario.hardware.name, per_node);
+  out << absl::StrFormat("launch: mpirun -np %d lockstep hw %s  (one process per GPU)\n", world,
+                         scenario.path.empty() ? "SCENARIO" : scenario.path);
+  out << "\nranks:\n";
+  for (int r = 0; r < world; ++r) {
+    out << absl::StrFormat("  rank %d -> node %d, GPU %d\n", r, r / per_node, r % per_node);
+  }
+  out << "\n";
+  LayoutReportOptions layout_options;
+  layout_options.fused_enabled = scenario.dispatch.fused_backend;
+  out << FormatLayout(*layout, **policy, layout_options);
+  out << "\nNCCL: one communicator per subgroup of every group object, split from the world "
+         "communicator (ncclCommSplit), non-blocking, under the watchdog\n";
+
+  out << "\nfusion workspaces (three Lamport buffers each, cuMem FABRIC or POSIX-fd handles):\n";
+  if (!scenario.dispatch.fused_backend) {
+    out << "  none (dispatch.fused_backend is off)\n";
+  } else {
+    const int64_t elem_bytes = DTypeSize(scenario.dispatch.dtype);
+    for (const auto& [kind, role] :
+         {std::pair{WorkspaceKind::kAttnTp, GroupRole::kAttnTp},
+          std::pair{WorkspaceKind::kMoe, MoeWorkspaceRole(layout->widths())}}) {
+      for (GroupId id : layout->Object(role).members) {
+        const int size = layout->GroupSize(id);
+        if (size <= 1) continue;
+        const int64_t elems = protocol::LamportBufferElems(
+            size, scenario.dispatch.max_tokens * scenario.model.hidden);
+        out << absl::StrFormat("  %s %s: %d tokens x %d %s, %.1f MiB per rank\n",
+                               WorkspaceKindName(kind), layout->PeersToString(id),
+                               scenario.dispatch.max_tokens, scenario.model.hidden,
+                               DTypeName(scenario.dispatch.dtype),
+                               static_cast<double>(3 * elems * elem_bytes) / (1 << 20));
+      }
+    }
+  }
+
+  // The backend of every call of the first step, as the dispatch core decides.
+  SimOptions options;
+  options.seed = seed;
+  options.policy = name;
+  options.keep_trace = true;
+  Scenario clean = scenario;
+  clean.faults.clear();
+  clean.workload.steps = 1;
+  absl::StatusOr<SimResult> result = Simulate(clean, options, registry);
+  if (!result.ok()) return result.status();
+  out << absl::StrFormat("\ncalls of step 0 (policy %s; decisions of a simulated run, seed %d):\n",
+                         name, seed);
+  std::map<std::string, std::map<std::string, std::vector<int>>> by_site;  // site -> choice -> ranks
+  std::vector<std::string> order;
+  for (const TraceEvent& e : result->trace_events) {
+    const std::string site = absl::StrFormat(
+        "%-28s %-8s", e.site.ToString(), layout->objects()[static_cast<size_t>(e.object)].name);
+    if (!by_site.count(site)) order.push_back(site);
+    std::string choice(BackendKindName(e.backend));
+    if (e.algorithm != Algorithm::kNone) {
+      choice += absl::StrFormat(" %s", AlgorithmName(e.algorithm));
+    }
+    choice += absl::StrFormat(" (%d tokens)", e.tokens);
+    by_site[site][choice].push_back(e.rank);
+  }
+  for (const std::string& site : order) {
+    for (const auto& [choice, ranks] : by_site[site]) {
+      out << absl::StrFormat("  %s %-28s ranks %s\n", site, choice,
+                             ranks.size() == static_cast<size_t>(world)
+                                 ? std::string("all")
+                                 : absl::StrFormat("%d of %d", ranks.size(), world));
+    }
+  }
+  out << absl::StrFormat("\nsimulated verdict of this plan: %s\n", VerdictName(result->verdict));
+  return out.str();
+}
+
+}  // namespace lockstep::hw
