@@ -293,7 +293,7 @@ bool ReductionChecker::Check(SimContext& ctx, const ReductionCheck& c, const Sim
       const uint8_t flags = injected == ctx.injected_input_flags.end() ? 0 : injected->second;
       std::vector<uint32_t> in = NumericInput(ctx, r, c.instance, c.elems, flags);
       for (size_t i = 0; i < in.size(); ++i) {
-        const double x = protocol::ToFloat(in[i], ctx.elem);
+        const double x = static_cast<double>(protocol::ToFloat(in[i], ctx.elem));
         ref[i] += x;
         mag[i] += std::fabs(x);
       }
@@ -302,9 +302,9 @@ bool ReductionChecker::Check(SimContext& ctx, const ReductionCheck& c, const Sim
       if (run.value.numeric == 0) continue;
       const std::vector<uint32_t>& bits = ctx.numeric.Get(run.value.numeric);
       for (int64_t e = run.begin; e < std::min(run.end, c.elems); ++e) {
-        const double got = protocol::ToFloat(
+        const double got = static_cast<double>(protocol::ToFloat(
             bits[static_cast<size_t>(run.src + (e - run.begin) - run.value.numeric_base)],
-            ctx.elem);
+            ctx.elem));
         const double want = ref[static_cast<size_t>(e)];
         const double tol =
             static_cast<double>(c.expected.size()) * eps * mag[static_cast<size_t>(e)] + 1e-30;
