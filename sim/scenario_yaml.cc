@@ -289,6 +289,7 @@ absl::Status ParseDispatch(const Reader& r, const YAML::Node& n, DispatchSpec* d
   LS_RETURN_IF_ERROR(
       r.Int(n, "dispatch", "custom_max_bytes", &d->custom_max_bytes, 16, int64_t{1} << 40));
   LS_RETURN_IF_ERROR(r.String(n, "dispatch", "policy", &d->policy));
+  if (const YAML::Node p = n["policy"]; p && p.Mark().line >= 0) d->policy_line = p.Mark().line + 1;
   LS_RETURN_IF_ERROR(
       r.Int(n, "dispatch", "max_fused_norm_tokens", &d->max_fused_norm_tokens, 0, kMaxTokens));
   if (n["dtype"]) {

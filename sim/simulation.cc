@@ -7,6 +7,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
+#include "sim/did_you_mean.h"
 #include "sim/sim_run.h"
 
 namespace lockstep {
@@ -429,6 +430,16 @@ absl::StatusOr<SimResult> Simulate(const Scenario& scenario, const SimOptions& o
   const std::string& policy_name =
       options.policy.empty() ? scenario.dispatch.policy : options.policy;
   absl::StatusOr<std::unique_ptr<DispatchPolicy>> policy = registry.Create(policy_name);
+  if (!policy.ok() && options.policy.empty()) {
+    // The name came from the file: say where, like every other bad input.
+    std::vector<std::string_view> names;
+    for (const PolicyRegistry::Entry& e : registry.entries()) names.push_back(e.name);
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "%s:%d: dispatch.policy: unknown policy '%s'%s (known: %s)",
+        scenario.path.empty() ? scenario.name : scenario.path, scenario.dispatch.policy_line,
+        policy_name, DidYouMean(policy_name, names),
+        absl::StrJoin(names, ", ", [](std::string* out, std::string_view v) { out->append(v); })));
+  }
   if (!policy.ok()) return policy.status();
 
   auto run_once = [&](const SimOptions& o) -> absl::StatusOr<SimResult> {

@@ -218,8 +218,7 @@ TEST(BadInputTest, AMissingFileIsNamed) {
   EXPECT_THAT(r.err, HasSubstr(path + ": cannot open file"));
 }
 
-// --- Found while building this suite (fixed since, except the policy name:
-// the parser does not know the policy registry, which lives above it). -------
+// --- Found while building this suite, fixed since. ---------------------------
 
 TEST(BadInputTest, DuplicateKeysAreRejectedNotSilentlyOverridden) {
   ExpectRejected("duplicate.yaml",
@@ -227,7 +226,7 @@ TEST(BadInputTest, DuplicateKeysAreRejectedNotSilentlyOverridden) {
                  ":5: parallel", "duplicate key");
 }
 
-TEST(BadInputTest, DISABLED_UnknownPolicyNamesFileLineAndKey) {
+TEST(BadInputTest, UnknownPolicyNamesFileLineAndKey) {
   ExpectRejected("policy.yaml",
                  std::string(kHead) +
                      "parallel: {tp: 2}\nmodel: llama-3-70b\n"
