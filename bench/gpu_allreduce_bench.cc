@@ -263,13 +263,10 @@ bool Usable(benchmark::State& state, Rig& rig) {
   return true;
 }
 
-void LamportBench(benchmark::State& state, LamportOptions o) {
-  Rig& rig = GetRig();
-  if (!Usable(state, rig)) return;
-  const int64_t bytes = state.range(0);
-  const int64_t elems = bytes / 2;
+// Times one Lamport call of `elems` per GPU per iteration of the graph.
+void TimeLamport(benchmark::State& state, Rig& rig, int64_t elems, const LamportOptions& o) {
   RunTimed(
-      state, rig, bytes,
+      state, rig, elems * 2,
       [&]() -> absl::Status {
         for (int d = 0; d < rig.n; ++d) {
           BENCH_CUDA(cudaSetDevice(d));
@@ -282,6 +279,12 @@ void LamportBench(benchmark::State& state, LamportOptions o) {
         return absl::OkStatus();
       },
       [&] { return CheckStatuses(rig, o, elems); });
+}
+
+void LamportBench(benchmark::State& state, LamportOptions o) {
+  Rig& rig = GetRig();
+  if (!Usable(state, rig)) return;
+  TimeLamport(state, rig, state.range(0) / 2, o);
 }
 
 void BM_OneShot(benchmark::State& state) { LamportBench(state, {}); }
@@ -322,22 +325,7 @@ void BM_Nccl(benchmark::State& state) {
 void BM_FusedResidualRmsNorm(benchmark::State& state) {
   Rig& rig = GetRig();
   if (!Usable(state, rig)) return;
-  const int64_t elems = state.range(0) * kNormHidden;
-  const LamportOptions o{.norm = true};
-  RunTimed(
-      state, rig, elems * 2,
-      [&]() -> absl::Status {
-        for (int d = 0; d < rig.n; ++d) {
-          BENCH_CUDA(cudaSetDevice(d));
-          if (absl::Status s = LaunchLamport(MakeLaunch(rig, d, elems, o),
-                                             rig.streams[static_cast<size_t>(d)]);
-              !s.ok()) {
-            return s;
-          }
-        }
-        return absl::OkStatus();
-      },
-      [&] { return CheckStatuses(rig, o, elems); });
+  TimeLamport(state, rig, state.range(0) * kNormHidden, LamportOptions{.norm = true});
 }
 
 void BM_NcclThenRmsNorm(benchmark::State& state) {
