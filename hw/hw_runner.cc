@@ -331,8 +331,8 @@ class HwRank {
   void* gamma_ = nullptr;
   std::vector<std::vector<uint8_t>> patterns_;  // [instance parity] host input bytes
   uint64_t calls_made_ = 0;
-  bool last_fused_norm_ = false;
-  bool abort_on_teardown_ = false;  // some rank stopped: abort communicators, never wait on peers  // the last call ran the fused norm (check residual_out)
+  bool last_fused_norm_ = false;    // the last call ran the fused norm (check residual_out)
+  bool abort_on_teardown_ = false;  // some rank stopped: abort communicators, never wait on peers
   bool left_ = false;             // a rank_killed fault took this rank out of the job
   std::optional<Finding> finding_;
   std::vector<TraceEvent> events_;
