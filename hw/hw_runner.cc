@@ -22,6 +22,7 @@
 #include "faults/fault_injector.h"
 #include "faults/fault_kinds.h"
 #include "hw/hw_plan.h"
+#include "hw/mpi_exchange.h"
 #include "kernels/cuda/allreduce_kernels.h"
 #include "kernels/cuda/gpu_backends.h"
 #include "kernels/cuda/workspace.h"
@@ -39,35 +40,8 @@ static_assert(std::is_trivially_copyable_v<DecisionRecord>,
               "decision records travel between ranks as bytes");
 
 // ---------------------------------------------------------------------------
-// MPI helpers. Every MPI wait in the run is bounded: a peer that stopped
-// (failed, killed) must not hold the others forever.
-
-class MpiExchange : public cuda::PeerExchange {
- public:
-  explicit MpiExchange(MPI_Comm comm) : comm_(comm) {}
-  int rank() const override {
-    int r = 0;
-    MPI_Comm_rank(comm_, &r);
-    return r;
-  }
-  int world() const override {
-    int w = 0;
-    MPI_Comm_size(comm_, &w);
-    return w;
-  }
-  absl::Status AllGather(std::span<const uint8_t> mine, std::span<uint8_t> all) override {
-    if (all.size() < mine.size() * static_cast<size_t>(world())) {
-      return absl::InvalidArgumentError("all-gather destination too small");
-    }
-    const int rc = MPI_Allgather(mine.data(), static_cast<int>(mine.size()), MPI_BYTE, all.data(),
-                                 static_cast<int>(mine.size()), MPI_BYTE, comm_);
-    return rc == MPI_SUCCESS ? absl::OkStatus()
-                             : absl::InternalError(absl::StrFormat("MPI_Allgather: error %d", rc));
-  }
-
- private:
-  MPI_Comm comm_;
-};
+// Every MPI wait in the run is bounded: a peer that stopped (failed, killed)
+// must not hold the others forever.
 
 // Waits for `request` until `deadline`; DeadlineExceeded names `what`.
 absl::Status WaitRequest(MPI_Request* request, Clock::time_point deadline, const std::string& what) {

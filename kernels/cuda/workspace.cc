@@ -248,47 +248,37 @@ absl::StatusOr<std::unique_ptr<LamportWorkspace>> LamportWorkspace::CreateShared
 
   // Export, exchange and import every rank's handle.
   std::vector<CUmemGenericAllocationHandle> handles(static_cast<size_t>(spec.world));
+  handles[static_cast<size_t>(ws->rank_)] = mine;
   if (fabric) {
     CUmemFabricHandle h;
     LS_CU(d, d.cuMemExportToShareableHandle(&h, mine, CU_MEM_HANDLE_TYPE_FABRIC, 0));
-    std::vector<uint8_t> all(sizeof(h) * static_cast<size_t>(spec.world));
-    if (absl::Status s = exchange.AllGather(
-            std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(&h), sizeof(h)), all);
-        !s.ok()) {
-      return s;
-    }
+    absl::StatusOr<std::vector<CUmemFabricHandle>> all = AllGatherValue(exchange, h);
+    if (!all.ok()) return all.status();
     for (int r = 0; r < spec.world; ++r) {
-      if (r == ws->rank_) {
-        handles[static_cast<size_t>(r)] = mine;
-        continue;
-      }
+      if (r == ws->rank_) continue;
       LS_CU(d, d.cuMemImportFromShareableHandle(&handles[static_cast<size_t>(r)],
-                                                all.data() + sizeof(h) * static_cast<size_t>(r),
+                                                &(*all)[static_cast<size_t>(r)],
                                                 CU_MEM_HANDLE_TYPE_FABRIC));
     }
   } else {
     int fd = -1;
     LS_CU(d, d.cuMemExportToShareableHandle(&fd, mine, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
                                             0));
-    const FdHandle h{getpid(), fd};
-    std::vector<uint8_t> all(sizeof(h) * static_cast<size_t>(spec.world));
-    if (absl::Status s = exchange.AllGather(
-            std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(&h), sizeof(h)), all);
-        !s.ok()) {
-      return s;
+    absl::StatusOr<std::vector<FdHandle>> all = AllGatherValue(exchange, FdHandle{getpid(), fd});
+    if (!all.ok()) {
+      close(fd);
+      return all.status();
     }
     for (int r = 0; r < spec.world; ++r) {
-      if (r == ws->rank_) {
-        handles[static_cast<size_t>(r)] = mine;
-        continue;
-      }
-      FdHandle peer;
-      std::memcpy(&peer, all.data() + sizeof(h) * static_cast<size_t>(r), sizeof(peer));
+      if (r == ws->rank_) continue;
+      const FdHandle& peer = (*all)[static_cast<size_t>(r)];
       // Duplicate the peer's descriptor into this process (Linux 5.6+).
       const int pidfd = static_cast<int>(syscall(SYS_pidfd_open, peer.pid, 0));
-      const int local = pidfd < 0 ? -1 : static_cast<int>(syscall(SYS_pidfd_getfd, pidfd, peer.fd, 0));
+      const int local =
+          pidfd < 0 ? -1 : static_cast<int>(syscall(SYS_pidfd_getfd, pidfd, peer.fd, 0));
       if (pidfd >= 0) close(pidfd);
       if (local < 0) {
+        close(fd);
         return absl::FailedPreconditionError(absl::StrFormat(
             "cannot obtain rank %d's memory handle (pidfd_getfd of pid %d fd %d: %s); run the "
             "ranks as one user on a kernel >= 5.6, or on a device with FABRIC handles",
@@ -298,7 +288,10 @@ absl::StatusOr<std::unique_ptr<LamportWorkspace>> LamportWorkspace::CreateShared
           &handles[static_cast<size_t>(r)], reinterpret_cast<void*>(static_cast<uintptr_t>(local)),
           CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
       close(local);
-      if (imported != CUDA_SUCCESS) return DriverError(d, "cuMemImportFromShareableHandle", imported);
+      if (imported != CUDA_SUCCESS) {
+        close(fd);
+        return DriverError(d, "cuMemImportFromShareableHandle", imported);
+      }
     }
     close(fd);
   }
@@ -319,10 +312,9 @@ absl::StatusOr<std::unique_ptr<LamportWorkspace>> LamportWorkspace::CreateShared
   if (absl::Status s = ws->InitCommon(nullptr); !s.ok()) return s;
   LS_CUDA(cudaDeviceSynchronize());
   // Every rank's buffers hold the sentinel before anyone pushes.
-  std::vector<uint8_t> dummy(static_cast<size_t>(spec.world));
-  const uint8_t one = 1;
-  if (absl::Status s = exchange.AllGather(std::span<const uint8_t>(&one, 1), dummy); !s.ok()) {
-    return s;
+  if (absl::StatusOr<std::vector<uint8_t>> done = AllGatherValue(exchange, uint8_t{1});
+      !done.ok()) {
+    return done.status();
   }
   return ws;
 }

@@ -20,6 +20,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -44,6 +45,18 @@ class PeerExchange {
   // `all` receives world() * mine.size() bytes, rank-major.
   virtual absl::Status AllGather(std::span<const uint8_t> mine, std::span<uint8_t> all) = 0;
 };
+
+// Every rank's copy of `mine` (a trivially copyable value), in rank order.
+template <class T>
+absl::StatusOr<std::vector<T>> AllGatherValue(PeerExchange& exchange, const T& mine) {
+  static_assert(std::is_trivially_copyable_v<T>);
+  std::vector<T> all(static_cast<size_t>(exchange.world()));
+  absl::Status s = exchange.AllGather(
+      std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(&mine), sizeof(T)),
+      std::span<uint8_t>(reinterpret_cast<uint8_t*>(all.data()), sizeof(T) * all.size()));
+  if (!s.ok()) return s;
+  return all;
+}
 
 class LamportWorkspace {
  public:

@@ -9,40 +9,20 @@
 #include <cstdio>
 
 #include "gtest/gtest.h"
+#include "hw/mpi_exchange.h"
 #include "tests/gpu/dispatch_rig.h"
 #include "tests/gpu/gpu_test_environment.h"
 
 namespace lockstep::testing {
 namespace {
 
-class MpiExchange : public cuda::PeerExchange {
- public:
-  int rank() const override {
-    int r = 0;
-    MPI_Comm_rank(MPI_COMM_WORLD, &r);
-    return r;
-  }
-  int world() const override {
-    int w = 0;
-    MPI_Comm_size(MPI_COMM_WORLD, &w);
-    return w;
-  }
-  absl::Status AllGather(std::span<const uint8_t> mine, std::span<uint8_t> all) override {
-    if (all.size() < mine.size() * static_cast<size_t>(world())) {
-      return absl::InvalidArgumentError("all-gather destination too small");
-    }
-    const int rc = MPI_Allgather(mine.data(), static_cast<int>(mine.size()), MPI_BYTE, all.data(),
-                                 static_cast<int>(mine.size()), MPI_BYTE, MPI_COMM_WORLD);
-    return rc == MPI_SUCCESS ? absl::OkStatus()
-                             : absl::InternalError(absl::StrFormat("MPI_Allgather: %d", rc));
-  }
-};
+using hw::MpiExchange;
 
 // Skips unless the job has one process per GPU and at least two of them.
 #define LOCKSTEP_REQUIRE_MPI_GPUS()                                                        \
   do {                                                                                     \
     LOCKSTEP_REQUIRE_GPUS(2);                                                              \
-    MpiExchange e_;                                                                        \
+    MpiExchange e_(MPI_COMM_WORLD);                                                        \
     if (e_.world() < 2 || e_.world() > static_cast<int>(Inventory().devices.size())) {     \
       GTEST_SKIP() << "needs one MPI process per GPU (2 or more); run under mpiexec -n 2, " \
                    << "this job has " << e_.world() << " process(es)";                     \
@@ -51,7 +31,7 @@ class MpiExchange : public cuda::PeerExchange {
 
 TEST(DispatchMpiTest, SharedWorkspacesThroughTheDispatchCoreMatchNccl) {
   LOCKSTEP_REQUIRE_MPI_GPUS();
-  MpiExchange exchange;
+  MpiExchange exchange(MPI_COMM_WORLD);
   const int rank = exchange.rank(), world = exchange.world();
   ASSERT_EQ(cudaSetDevice(rank), cudaSuccess);
   auto ws = cuda::LamportWorkspace::CreateShared(

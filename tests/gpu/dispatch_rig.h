@@ -10,6 +10,7 @@
 #include <cuda_runtime.h>
 #include <nccl.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <memory>
@@ -154,19 +155,12 @@ inline uint64_t Fnv1a(const std::vector<uint16_t>& v) {
 
 // Whether every rank holds the same value (through the group's exchange).
 inline bool SameOnEveryRank(cuda::PeerExchange& exchange, uint64_t mine) {
-  std::vector<uint8_t> all(sizeof(mine) * static_cast<size_t>(exchange.world()));
-  const absl::Status s = exchange.AllGather(
-      std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(&mine), sizeof(mine)), all);
-  if (!s.ok()) {
-    ADD_FAILURE() << s;
+  const absl::StatusOr<std::vector<uint64_t>> all = cuda::AllGatherValue(exchange, mine);
+  if (!all.ok()) {
+    ADD_FAILURE() << all.status();
     return false;
   }
-  for (int r = 0; r < exchange.world(); ++r) {
-    uint64_t theirs;
-    std::memcpy(&theirs, all.data() + sizeof(mine) * static_cast<size_t>(r), sizeof(theirs));
-    if (theirs != mine) return false;
-  }
-  return true;
+  return std::all_of(all->begin(), all->end(), [&](uint64_t theirs) { return theirs == mine; });
 }
 
 // The checks every rank runs, in lockstep with its peers. For each token
