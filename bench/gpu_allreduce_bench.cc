@@ -33,11 +33,11 @@ constexpr int64_t kMaxBytes = int64_t{256} << 20;
 constexpr int64_t kNormHidden = 7168;
 constexpr int64_t kMaxNormTokens = 128;
 
-#define BENCH_CUDA(expr)                                                                  \
-  do {                                                                                    \
-    if (cudaError_t e_ = (expr); e_ != cudaSuccess) {                                     \
-      return absl::InternalError(absl::StrFormat("%s: %s", #expr, CudaErrorText(e_)));    \
-    }                                                                                     \
+#define BENCH_CUDA(expr)                                                               \
+  do {                                                                                 \
+    if (cudaError_t e_ = (expr); e_ != cudaSuccess) {                                  \
+      return absl::InternalError(absl::StrFormat("%s: %s", #expr, CudaErrorText(e_))); \
+    }                                                                                  \
   } while (0)
 
 struct Rig {
@@ -151,19 +151,21 @@ absl::StatusOr<double> TimeGraphs(Rig& rig, const Enqueue& enqueue, int calls, i
   std::vector<cudaGraphExec_t> execs(static_cast<size_t>(rig.n));
   for (int d = 0; d < rig.n; ++d) {
     BENCH_CUDA(cudaSetDevice(d));
-    BENCH_CUDA(cudaStreamBeginCapture(rig.streams[static_cast<size_t>(d)],
-                                      cudaStreamCaptureModeRelaxed));
+    BENCH_CUDA(
+        cudaStreamBeginCapture(rig.streams[static_cast<size_t>(d)], cudaStreamCaptureModeRelaxed));
   }
   absl::Status enqueued = absl::OkStatus();
   for (int c = 0; c < calls && enqueued.ok(); ++c) enqueued = enqueue();
   for (int d = 0; d < rig.n; ++d) {
     BENCH_CUDA(cudaSetDevice(d));
-    BENCH_CUDA(cudaStreamEndCapture(rig.streams[static_cast<size_t>(d)], &graphs[static_cast<size_t>(d)]));
+    BENCH_CUDA(
+        cudaStreamEndCapture(rig.streams[static_cast<size_t>(d)], &graphs[static_cast<size_t>(d)]));
   }
   if (!enqueued.ok()) return enqueued;
   for (int d = 0; d < rig.n; ++d) {
     BENCH_CUDA(cudaSetDevice(d));
-    BENCH_CUDA(cudaGraphInstantiate(&execs[static_cast<size_t>(d)], graphs[static_cast<size_t>(d)], 0));
+    BENCH_CUDA(
+        cudaGraphInstantiate(&execs[static_cast<size_t>(d)], graphs[static_cast<size_t>(d)], 0));
   }
   std::vector<cudaEvent_t> start(static_cast<size_t>(rig.n)), stop(static_cast<size_t>(rig.n));
   for (int d = 0; d < rig.n; ++d) {
@@ -192,7 +194,8 @@ absl::StatusOr<double> TimeGraphs(Rig& rig, const Enqueue& enqueue, int calls, i
     float slowest = 0;
     for (int d = 0; d < rig.n; ++d) {
       float ms = 0;
-      BENCH_CUDA(cudaEventElapsedTime(&ms, start[static_cast<size_t>(d)], stop[static_cast<size_t>(d)]));
+      BENCH_CUDA(
+          cudaEventElapsedTime(&ms, start[static_cast<size_t>(d)], stop[static_cast<size_t>(d)]));
       slowest = std::max(slowest, ms);
     }
     slowest_total += static_cast<double>(slowest);
@@ -210,8 +213,8 @@ absl::StatusOr<double> TimeGraphs(Rig& rig, const Enqueue& enqueue, int calls, i
 
 // Calls per graph: enough to amortise the launch, bounded in bytes.
 int CallsFor(int64_t bytes) {
-  return static_cast<int>(std::clamp<int64_t>((int64_t{512} << 20) / std::max<int64_t>(bytes, 1),
-                                              4, 200));
+  return static_cast<int>(
+      std::clamp<int64_t>((int64_t{512} << 20) / std::max<int64_t>(bytes, 1), 4, 200));
 }
 
 absl::Status CheckStatuses(Rig& rig, const LamportOptions& o, int64_t elems) {
@@ -270,8 +273,8 @@ void TimeLamport(benchmark::State& state, Rig& rig, int64_t elems, const Lamport
       [&]() -> absl::Status {
         for (int d = 0; d < rig.n; ++d) {
           BENCH_CUDA(cudaSetDevice(d));
-          if (absl::Status s = LaunchLamport(MakeLaunch(rig, d, elems, o),
-                                             rig.streams[static_cast<size_t>(d)]);
+          if (absl::Status s =
+                  LaunchLamport(MakeLaunch(rig, d, elems, o), rig.streams[static_cast<size_t>(d)]);
               !s.ok()) {
             return s;
           }
@@ -339,10 +342,9 @@ void BM_NcclThenRmsNorm(benchmark::State& state) {
       const auto i = static_cast<size_t>(d);
       BENCH_CUDA(cudaSetDevice(d));
       // out = allreduce; norm(out + residual) -> in (the norm output buffer).
-      if (absl::Status s = LaunchResidualRmsNorm(rig.out[i], rig.residual[i], rig.gamma[i],
-                                                 rig.in[i], rig.residual_out[i], tokens,
-                                                 kNormHidden, protocol::Elem::kBf16, 1e-6f,
-                                                 rig.streams[i]);
+      if (absl::Status s = LaunchResidualRmsNorm(
+              rig.out[i], rig.residual[i], rig.gamma[i], rig.in[i], rig.residual_out[i], tokens,
+              kNormHidden, protocol::Elem::kBf16, 1e-6f, rig.streams[i]);
           !s.ok()) {
         return s;
       }
@@ -379,8 +381,8 @@ void Sizes(benchmark::internal::Benchmark* b) {
   b->UseManualTime()->Iterations(3)->Unit(benchmark::kMicrosecond);
 }
 void WaitSizes(benchmark::internal::Benchmark* b) {
-  for (int64_t bytes : {int64_t{1} << 10, int64_t{8} << 10, int64_t{64} << 10,
-                        int64_t{256} << 10, int64_t{1} << 20, int64_t{64} << 20}) {
+  for (int64_t bytes : {int64_t{1} << 10, int64_t{8} << 10, int64_t{64} << 10, int64_t{256} << 10,
+                        int64_t{1} << 20, int64_t{64} << 20}) {
     b->Arg(bytes);
   }
   b->UseManualTime()->Iterations(3)->Unit(benchmark::kMicrosecond);
@@ -405,7 +407,11 @@ BENCHMARK(BM_OneShotNoVerify)->Apply(WaitSizes);
 BENCHMARK(BM_TwoShotNoVerify)->Apply(WaitSizes);
 BENCHMARK(BM_NcclThenRmsNorm)->Apply(Tokens);
 BENCHMARK(BM_FusedResidualRmsNorm)->Apply(Tokens);
-BENCHMARK(BM_PeerCopy)->Arg(int64_t{64} << 20)->Arg(kMaxBytes)->UseManualTime()->Iterations(3)
+BENCHMARK(BM_PeerCopy)
+    ->Arg(int64_t{64} << 20)
+    ->Arg(kMaxBytes)
+    ->UseManualTime()
+    ->Iterations(3)
     ->Unit(benchmark::kMicrosecond);
 
 }  // namespace

@@ -297,9 +297,9 @@ absl::Status ValidateFault(const Scenario& s, const ParallelLayout& layout, cons
     }
     if (key == "dtype") {
       if (!ParseDType(value).ok()) {
-        return absl::InvalidArgumentError(absl::StrFormat(
-            "%s: fault '%s' parameter dtype must be bf16, fp16 or fp32, got '%s'", where, f.kind,
-            value));
+        return absl::InvalidArgumentError(
+            absl::StrFormat("%s: fault '%s' parameter dtype must be bf16, fp16 or fp32, got '%s'",
+                            where, f.kind, value));
       }
       continue;
     }
@@ -311,9 +311,9 @@ absl::Status ValidateFault(const Scenario& s, const ParallelLayout& layout, cons
     // negative, and bounded so that a typo cannot stall a run for hours.
     const int64_t limit = key == "delay_us" ? int64_t{60'000'000} : int64_t{1} << 40;
     if (number < 0 || number > limit) {
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "%s: fault '%s' parameter '%s' must be between 0 and %d, got %d", where, f.kind, key,
-          limit, number));
+      return absl::InvalidArgumentError(
+          absl::StrFormat("%s: fault '%s' parameter '%s' must be between 0 and %d, got %d", where,
+                          f.kind, key, limit, number));
     }
   }
   for (int r : f.ranks) {

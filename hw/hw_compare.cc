@@ -51,16 +51,16 @@ std::vector<std::string> CompareRuns(const SimResult& hardware, const SimResult&
     const auto it = sim.find(key);
     if (it == sim.end()) {
       if (both_stopped) continue;
-      add(absl::StrFormat("rank %d group %d call %d: hardware made %s, the simulator did not",
-                          rank, object, seq, Describe(*h)));
+      add(absl::StrFormat("rank %d group %d call %d: hardware made %s, the simulator did not", rank,
+                          object, seq, Describe(*h)));
       continue;
     }
     const TraceEvent& s = *it->second;
     if (h->site.ToString() != s.site.ToString() || h->backend != s.backend ||
         h->algorithm != s.algorithm || h->tokens != s.tokens ||
         (!both_stopped && h->failed != s.failed)) {
-      add(absl::StrFormat("rank %d group %d call %d: hardware %s, simulator %s", rank, object,
-                          seq, Describe(*h), Describe(s)));
+      add(absl::StrFormat("rank %d group %d call %d: hardware %s, simulator %s", rank, object, seq,
+                          Describe(*h), Describe(s)));
     }
   }
   for (const auto& [key, s] : sim) {

@@ -27,8 +27,8 @@ absl::StatusOr<std::string> DescribeHwPlan(const Scenario& input, const std::str
   std::ostringstream out;
   const int world = layout->world_size();
   const int per_node = scenario.hardware.gpus_per_node;
-  out << absl::StrFormat("lockstep hw plan: %s, %d ranks on %s (%d GPUs per node)\n",
-                         scenario.name, world, scenario.hardware.name, per_node);
+  out << absl::StrFormat("lockstep hw plan: %s, %d ranks on %s (%d GPUs per node)\n", scenario.name,
+                         world, scenario.hardware.name, per_node);
   out << absl::StrFormat("launch: mpirun -np %d lockstep hw %s  (one process per GPU)\n", world,
                          scenario.path.empty() ? "SCENARIO" : scenario.path);
   out << "\nranks:\n";
@@ -76,11 +76,12 @@ absl::StatusOr<std::string> DescribeHwPlan(const Scenario& input, const std::str
   if (!result.ok()) return result.status();
   out << absl::StrFormat("\ncalls of step 0 (policy %s; decisions of a simulated run, seed %d):\n",
                          name, seed);
-  std::map<std::string, std::map<std::string, std::vector<int>>> by_site;  // site -> choice -> ranks
+  std::map<std::string, std::map<std::string, std::vector<int>>>
+      by_site;  // site -> choice -> ranks
   std::vector<std::string> order;
   for (const TraceEvent& e : result->trace_events) {
-    const std::string site = absl::StrFormat(
-        "%-28s %-8s", e.site.ToString(), layout->objects()[static_cast<size_t>(e.object)].name);
+    const std::string site = absl::StrFormat("%-28s %-8s", e.site.ToString(),
+                                             layout->objects()[static_cast<size_t>(e.object)].name);
     if (!by_site.count(site)) order.push_back(site);
     std::string choice(BackendKindName(e.backend));
     if (e.algorithm != Algorithm::kNone) {

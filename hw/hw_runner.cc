@@ -44,7 +44,8 @@ static_assert(std::is_trivially_copyable_v<DecisionRecord>,
 // must not hold the others forever.
 
 // Waits for `request` until `deadline`; DeadlineExceeded names `what`.
-absl::Status WaitRequest(MPI_Request* request, Clock::time_point deadline, const std::string& what) {
+absl::Status WaitRequest(MPI_Request* request, Clock::time_point deadline,
+                         const std::string& what) {
   for (;;) {
     int done = 0;
     if (MPI_Test(request, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS) {
@@ -259,11 +260,11 @@ class HwRank {
   void* Input(uint64_t instance, int64_t elems);
   bool Reduce(const SiteRef& site, GroupRole role, const TensorDesc& desc, void*& data,
               FusionPattern pattern);
-  bool Check(const SiteRef& site, uint64_t instance, const ExpectedRanks& expected, void* const& data);
+  bool Check(const SiteRef& site, uint64_t instance, const ExpectedRanks& expected,
+             void* const& data);
 
  private:
-  void Fail(Verdict verdict, std::string summary, nlohmann::json details,
-            bool timed_out = false) {
+  void Fail(Verdict verdict, std::string summary, nlohmann::json details, bool timed_out = false) {
     if (finding_) return;
     finding_ = Finding{verdict, std::move(summary), std::move(details), timed_out,
                        Clock::now().time_since_epoch().count()};
@@ -299,15 +300,15 @@ class HwRank {
   ncclComm_t world_nccl_ = nullptr;
   cudaStream_t stream_ = nullptr;
   int64_t max_elems_ = 0;
-  void* data_ = nullptr;            // the call's tensor
-  void* residual_ = nullptr;        // zeros: residual_out = the all-reduce, exactly
+  void* data_ = nullptr;      // the call's tensor
+  void* residual_ = nullptr;  // zeros: residual_out = the all-reduce, exactly
   void* residual_out_ = nullptr;
   void* gamma_ = nullptr;
   std::vector<std::vector<uint8_t>> patterns_;  // [instance parity] host input bytes
   uint64_t calls_made_ = 0;
   bool last_fused_norm_ = false;    // the last call ran the fused norm (check residual_out)
   bool abort_on_teardown_ = false;  // some rank stopped: abort communicators, never wait on peers
-  bool left_ = false;             // a rank_killed fault took this rank out of the job
+  bool left_ = false;               // a rank_killed fault took this rank out of the job
   std::optional<Finding> finding_;
   std::vector<TraceEvent> events_;
   std::vector<DecisionRecord> last_decisions_;
@@ -350,8 +351,8 @@ absl::Status HwRank::SetupLocal() {
   }
   device_ = local_rank;
   if (cudaError_t e = cudaSetDevice(device_); e != cudaSuccess) {
-    return absl::InternalError(absl::StrFormat("cudaSetDevice(%d): %s", device_,
-                                               cuda::CudaErrorText(e)));
+    return absl::InternalError(
+        absl::StrFormat("cudaSetDevice(%d): %s", device_, cuda::CudaErrorText(e)));
   }
   cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking);
 
@@ -399,9 +400,9 @@ absl::Status HwRank::BuildWorkspaces() {
                                    scenario_.dispatch.dtype};
   auto make = [&](WorkspaceKind kind, GroupRole intended, Workspace& view,
                   std::unique_ptr<cuda::LamportWorkspace>& ws) -> absl::Status {
-    const SimFaultPlan::Binding binding =
-        faults_ != nullptr ? faults_->BindWorkspaces(layout_, kind, intended)
-                           : SimFaultPlan::Binding{intended, 0};
+    const SimFaultPlan::Binding binding = faults_ != nullptr
+                                              ? faults_->BindWorkspaces(layout_, kind, intended)
+                                              : SimFaultPlan::Binding{intended, 0};
     const GroupId id = layout_.GroupOf(binding.role, rank_);
     const auto peers = layout_.Peers(id);
     MPI_Comm comm;
@@ -461,8 +462,8 @@ absl::Status HwRank::BuildGroups() {
   const auto setup_deadline = Clock::now() + std::chrono::seconds(120);
   ncclResult_t r = ncclCommInitRankConfig(&world_nccl_, world_, id, rank_, &config);
   if (r != ncclSuccess && r != ncclInProgress) {
-    return absl::InternalError(absl::StrFormat("ncclCommInitRankConfig: %s",
-                                               ncclGetErrorString(r)));
+    return absl::InternalError(
+        absl::StrFormat("ncclCommInitRankConfig: %s", ncclGetErrorString(r)));
   }
   if (absl::Status s = WaitNcclReady(world_nccl_, setup_deadline, "NCCL world communicator");
       !s.ok()) {
@@ -493,8 +494,8 @@ absl::Status HwRank::BuildGroups() {
     const int color = g.size > 1 ? static_cast<int>(g.id.value) : NCCL_SPLIT_NOCOLOR;
     r = ncclCommSplit(world_nccl_, color, key, &g.nccl, &config);
     if (r != ncclSuccess && r != ncclInProgress) {
-      return absl::InternalError(absl::StrFormat("ncclCommSplit for %s: %s", g.name,
-                                                 ncclGetErrorString(r)));
+      return absl::InternalError(
+          absl::StrFormat("ncclCommSplit for %s: %s", g.name, ncclGetErrorString(r)));
     }
     if (absl::Status s = WaitNcclReady(world_nccl_, setup_deadline, "ncclCommSplit"); !s.ok()) {
       return s;
@@ -590,7 +591,8 @@ std::optional<std::vector<int64_t>> HwRank::AllGatherTokens(int64_t mine) {
   std::vector<int64_t> counts(static_cast<size_t>(tp.size));
   MPI_Request request;
   MPI_Iallgather(&mine, 1, MPI_INT64_T, counts.data(), 1, MPI_INT64_T, tp.mpi, &request);
-  if (absl::Status s = WaitRequest(&request, Deadline(), "DP-attention token all-gather over " + tp.name);
+  if (absl::Status s =
+          WaitRequest(&request, Deadline(), "DP-attention token all-gather over " + tp.name);
       !s.ok()) {
     Fail(Verdict::kFailStop, absl::StrFormat("rank %d: %s", rank_, s.message()),
          {{"rank", rank_}, {"error", s.ToString()}}, true);
@@ -603,8 +605,8 @@ bool HwRank::RecvActivation(int from, int64_t elems) {
   int64_t got = -1;
   MPI_Request request;
   MPI_Irecv(&got, 1, MPI_INT64_T, from, 7, MPI_COMM_WORLD, &request);
-  if (absl::Status s = WaitRequest(&request, Deadline(),
-                                   absl::StrFormat("activations from rank %d", from));
+  if (absl::Status s =
+          WaitRequest(&request, Deadline(), absl::StrFormat("activations from rank %d", from));
       !s.ok()) {
     Fail(Verdict::kFailStop, absl::StrFormat("rank %d: %s", rank_, s.message()),
          {{"rank", rank_}, {"error", s.ToString()}}, true);
@@ -612,8 +614,8 @@ bool HwRank::RecvActivation(int from, int64_t elems) {
   }
   if (got != elems) {
     Fail(Verdict::kMismatch,
-         absl::StrFormat("rank %d received %d activation elements from rank %d, expected %d",
-                         rank_, got, from, elems),
+         absl::StrFormat("rank %d received %d activation elements from rank %d, expected %d", rank_,
+                         got, from, elems),
          {{"rank", rank_}});
     return false;
   }
@@ -659,8 +661,8 @@ bool HwRank::ConsistentAcrossGroup(GroupRuntime& g, const DecisionRecord& record
          absl::StrFormat("decisions diverged at %s on %s (call %d): rank %d chose %s, rank %d "
                          "chose %s; first differing input: %s — stopped before the call could "
                          "hang",
-                         site.ToString(), g.name, record.seq, rank_, BackendKindName(record.backend),
-                         other, BackendKindName(all[i].backend),
+                         site.ToString(), g.name, record.seq, rank_,
+                         BackendKindName(record.backend), other, BackendKindName(all[i].backend),
                          diff.empty() ? std::string("(none recorded)") : diff.front()),
          {{"rank", rank_},
           {"peer", other},
@@ -686,8 +688,8 @@ bool HwRank::Reduce(const SiteRef& site, GroupRole role, const TensorDesc& desc,
     return false;
   }
   if (desc.numel() > max_elems_) {
-    Fail(Verdict::kFailStop, absl::StrFormat("rank %d: %d elements exceed the runner's buffers",
-                                             rank_, desc.numel()),
+    Fail(Verdict::kFailStop,
+         absl::StrFormat("rank %d: %d elements exceed the runner's buffers", rank_, desc.numel()),
          {{"rank", rank_}});
     return false;
   }
@@ -701,14 +703,15 @@ bool HwRank::Reduce(const SiteRef& site, GroupRole role, const TensorDesc& desc,
   CommBackend* chosen = g.coordinator->Decide(call, record);
   if (record.backend == BackendKind::kSkip) return true;
   last_decisions_[static_cast<size_t>(object)] = record;
-  const int64_t begin = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start_).count();
+  const int64_t begin =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start_).count();
   const uint64_t every = static_cast<uint64_t>(options_.consistency_every);
   if (every > 0 && g.mpi != MPI_COMM_NULL && record.seq % every == 0 &&
       !ConsistentAcrossGroup(g, record, site)) {
     return false;
   }
-  last_fused_norm_ = record.backend == BackendKind::kFused &&
-                     pattern == FusionPattern::kAllReduceResidualRmsNorm;
+  last_fused_norm_ =
+      record.backend == BackendKind::kFused && pattern == FusionPattern::kAllReduceResidualRmsNorm;
   if (last_fused_norm_ && g.fused != nullptr) {
     g.fused->set_norm_operands({residual_, residual_out_, gamma_, 1e-6f});
   }
@@ -726,7 +729,8 @@ bool HwRank::Reduce(const SiteRef& site, GroupRole role, const TensorDesc& desc,
   event.tokens = desc.tokens();
   event.seq = record.seq;
   event.begin_ns = begin;
-  event.end_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start_).count();
+  event.end_ns =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start_).count();
   event.failed = !status.ok();
   events_.push_back(event);
   if (!status.ok()) {
@@ -760,7 +764,8 @@ bool HwRank::Check(const SiteRef& site, uint64_t instance, const ExpectedRanks& 
   std::vector<uint8_t> row(static_cast<size_t>(hidden * esize));
   cudaMemcpy(row.data(), src, row.size(), cudaMemcpyDeviceToHost);
   const uint32_t want = MaskOf(expected.ranks);
-  const int base = expected.ranks.empty() ? 0 : expected.ranks.front() / kProvenanceRanks * kProvenanceRanks;
+  const int base =
+      expected.ranks.empty() ? 0 : expected.ranks.front() / kProvenanceRanks * kProvenanceRanks;
   for (int64_t i = 0; i < hidden; ++i) {
     uint32_t bits = 0;
     std::memcpy(&bits, row.data() + i * esize, static_cast<size_t>(esize));
@@ -818,7 +823,8 @@ absl::StatusOr<HwResult> RunOnHardware(const Scenario& input, const HwOptions& o
           scenario.path, f.line, f.kind));
     }
   }
-  const std::string policy_name = options.policy.empty() ? scenario.dispatch.policy : options.policy;
+  const std::string policy_name =
+      options.policy.empty() ? scenario.dispatch.policy : options.policy;
   absl::StatusOr<std::unique_ptr<DispatchPolicy>> policy = registry.Create(policy_name);
   if (!policy.ok()) return policy.status();
   std::unique_ptr<FaultInjector> faults;
@@ -866,13 +872,14 @@ absl::StatusOr<HwResult> RunOnHardware(const Scenario& input, const HwOptions& o
   out.sharing = sharing;
 
   // Gather every rank's finding and calls on rank 0.
-  nlohmann::json mine = {{"rank", rank},
-                         {"timed_out", finding && finding->timed_out},
-                         {"at_ns", finding ? finding->at_ns : int64_t{0}},
-                         {"verdict", finding ? std::string(VerdictName(finding->verdict)) : "clean"},
-                         {"summary", finding ? finding->summary : std::string()},
-                         {"details", finding ? finding->details : nlohmann::json::object()},
-                         {"left", left}};
+  nlohmann::json mine = {
+      {"rank", rank},
+      {"timed_out", finding && finding->timed_out},
+      {"at_ns", finding ? finding->at_ns : int64_t{0}},
+      {"verdict", finding ? std::string(VerdictName(finding->verdict)) : "clean"},
+      {"summary", finding ? finding->summary : std::string()},
+      {"details", finding ? finding->details : nlohmann::json::object()},
+      {"left", left}};
   const std::string text = mine.dump();
   std::vector<uint8_t> bytes(text.begin(), text.end());
   const size_t ev_bytes = events.size() * sizeof(TraceEvent);
@@ -939,8 +946,8 @@ absl::StatusOr<HwResult> RunOnHardware(const Scenario& input, const HwOptions& o
       out.result.details = per_rank[static_cast<size_t>(worst)]["details"];
     } else if (!stopped.empty()) {
       // A rank left and nobody noticed: its peers never needed it again.
-      out.result.summary =
-          absl::StrFormat("rank(s) %s left the job; no peer waited on them", absl::StrJoin(stopped, ","));
+      out.result.summary = absl::StrFormat("rank(s) %s left the job; no peer waited on them",
+                                           absl::StrJoin(stopped, ","));
     } else {
       out.result.summary = "every rank finished; every reduction covered its expected ranks";
     }
@@ -958,13 +965,13 @@ absl::StatusOr<HwResult> RunOnHardware(const Scenario& input, const HwOptions& o
               continue;
             }
             const std::vector<std::string> diff = DescribeDifferences(ra, rb, &*layout);
-            out.result.details["diverged"] = {
-                {"group", layout->objects()[o].name},
-                {"seq", ra.seq},
-                {"ranks", {a, b}},
-                {"backends",
-                 {std::string(BackendKindName(ra.backend)), std::string(BackendKindName(rb.backend))}},
-                {"differences", diff}};
+            out.result.details["diverged"] = {{"group", layout->objects()[o].name},
+                                              {"seq", ra.seq},
+                                              {"ranks", {a, b}},
+                                              {"backends",
+                                               {std::string(BackendKindName(ra.backend)),
+                                                std::string(BackendKindName(rb.backend))}},
+                                              {"differences", diff}};
             out.result.summary += absl::StrFormat(
                 " [ranks %d and %d decided %s call %d differently: %s vs %s; first differing "
                 "input: %s]",
@@ -978,7 +985,8 @@ absl::StatusOr<HwResult> RunOnHardware(const Scenario& input, const HwOptions& o
     out.result.details["ranks"] = per_rank;
     out.result.details["workspace_sharing"] = sharing;
     out.result.trace_events.resize(static_cast<size_t>(ev_total) / sizeof(TraceEvent));
-    if (ev_total > 0) std::memcpy(out.result.trace_events.data(), ev_all.data(), static_cast<size_t>(ev_total));
+    if (ev_total > 0)
+      std::memcpy(out.result.trace_events.data(), ev_all.data(), static_cast<size_t>(ev_total));
     out.result.rank_calls = out.result.trace_events.size();
   } else if (finding) {
     out.result.verdict = finding->verdict;

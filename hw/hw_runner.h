@@ -34,7 +34,8 @@ struct HwOptions {
 struct HwResult {
   SimResult result;
   int world = 0;
-  std::string sharing;  // how the workspaces' peers reach them (LamportWorkspace::sharing()), or "none"
+  std::string
+      sharing;  // how the workspaces' peers reach them (LamportWorkspace::sharing()), or "none"
 };
 
 // Whether the runner can inject fault `kind` on GPUs (the others act inside

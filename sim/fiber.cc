@@ -172,21 +172,21 @@ struct RecordingStack {
 Fiber::Fiber(std::function<void()> body, size_t stack_bytes) : impl_(std::make_unique<Impl>()) {
   Impl* impl = impl_.get();
   impl->body = std::move(body);
-  impl->self = ctx::fiber(std::allocator_arg, RecordingStack{ctx::fixedsize_stack(stack_bytes), impl},
-                          [impl](ctx::fiber&& caller) {
+  impl->self = ctx::fiber(
+      std::allocator_arg, RecordingStack{ctx::fixedsize_stack(stack_bytes), impl},
+      [impl](ctx::fiber&& caller) {
 #if defined(LOCKSTEP_ASAN_FCONTEXT)
-                            __sanitizer_finish_switch_fiber(nullptr, &impl->caller_stack_bottom,
-                                                            &impl->caller_stack_size);
+        __sanitizer_finish_switch_fiber(nullptr, &impl->caller_stack_bottom,
+                                        &impl->caller_stack_size);
 #endif
-                            impl->caller = &caller;
-                            impl->body();
-                            impl->finished = true;
+        impl->caller = &caller;
+        impl->body();
+        impl->finished = true;
 #if defined(LOCKSTEP_ASAN_FCONTEXT)
-                            __sanitizer_start_switch_fiber(nullptr, impl->caller_stack_bottom,
-                                                           impl->caller_stack_size);
+        __sanitizer_start_switch_fiber(nullptr, impl->caller_stack_bottom, impl->caller_stack_size);
 #endif
-                            return std::move(caller);
-                          });
+        return std::move(caller);
+      });
 }
 
 // Schedulers finish every fiber before destroying it (Scheduler::Shutdown), so

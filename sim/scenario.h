@@ -57,7 +57,7 @@ struct DispatchSpec {
   bool custom_allreduce = true;
   int64_t custom_max_bytes = 8 << 20;
   std::string policy = "reference";
-  int policy_line = 0;  // where `policy` was given (0: not given)
+  int policy_line = 0;                   // where `policy` was given (0: not given)
   int64_t max_fused_norm_tokens = 2048;  // batch limit of the fused AR + norm
 };
 

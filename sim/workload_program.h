@@ -188,8 +188,7 @@ class WorkloadProgram {
       for (size_t part = 0; part < plan.reductions.size(); ++part) {
         SiteRef site{step, layer, flush ? SiteKind::kMoeFlush : SiteKind::kMoe,
                      static_cast<uint8_t>(part)};
-        if (!host_.Reduce(site, plan.reductions[part], moe_desc, data,
-                          FusionPattern::kAllReduce)) {
+        if (!host_.Reduce(site, plan.reductions[part], moe_desc, data, FusionPattern::kAllReduce)) {
           return false;
         }
       }
@@ -205,8 +204,8 @@ class WorkloadProgram {
 
     if (stage_ == last_stage) {
       if (scenario_.workload.speculative) {
-        if (!Site({step, -1, SiteKind::kDraftProjection}, policy.DraftProjectionGroup(),
-                  attn_desc, attn_group_)) {
+        if (!Site({step, -1, SiteKind::kDraftProjection}, policy.DraftProjectionGroup(), attn_desc,
+                  attn_group_)) {
           return false;
         }
       }

@@ -1,11 +1,10 @@
-#include "kernels/cuda/allreduce_kernels.h"
-
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
 #include <algorithm>
 
 #include "absl/strings/str_format.h"
+#include "kernels/cuda/allreduce_kernels.h"
 #include "kernels/cuda/lamport_device.cuh"
 #include "kernels/protocol/one_shot.h"
 #include "kernels/protocol/two_shot.h"
@@ -59,7 +58,8 @@ class DeviceNormMem : public DeviceLamportMem<E, kChunkVectors> {
   }
   // x = allreduce + residual, kept in residual_out for the epilogue.
   __device__ void StoreOutput(int64_t pos, const Value& c) const {
-    const uint4* res = reinterpret_cast<const uint4*>(this->view_.rank->residual) + pos / Base::kVec;
+    const uint4* res =
+        reinterpret_cast<const uint4*>(this->view_.rank->residual) + pos / Base::kVec;
     uint4* out = reinterpret_cast<uint4*>(this->view_.rank->residual_out) + pos / Base::kVec;
 #pragma unroll
     for (int j = 0; j < kChunkVectors; ++j) {
@@ -124,7 +124,8 @@ __device__ void NormRow(const uint4* x, const uint4* gamma, uint4* out, int64_t 
 }
 
 template <Elem E>
-__global__ void __launch_bounds__(kMaxThreads) LamportKernel(const __grid_constant__ LamportLaunch p) {
+__global__ void __launch_bounds__(kMaxThreads)
+    LamportKernel(const __grid_constant__ LamportLaunch p) {
   const int vrank = static_cast<int>(blockIdx.x) / p.blocks_per_rank;
   const DeviceRankView view{&p, &p.ranks[vrank], vrank,
                             static_cast<int>(blockIdx.x) % p.blocks_per_rank, p.blocks_per_rank};
@@ -247,8 +248,8 @@ absl::Status LaunchLamport(LamportLaunch launch, cudaStream_t stream) {
         absl::StrFormat("world %d: the kernels serve 1 to %d ranks", launch.world, kMaxPeers));
   }
   if (launch.virtual_ranks < 1 || launch.virtual_ranks > kMaxVirtualRanks) {
-    return absl::InvalidArgumentError(absl::StrFormat("%d virtual ranks: at most %d",
-                                                      launch.virtual_ranks, kMaxVirtualRanks));
+    return absl::InvalidArgumentError(
+        absl::StrFormat("%d virtual ranks: at most %d", launch.virtual_ranks, kMaxVirtualRanks));
   }
   if (launch.elems <= 0 || launch.elems % vec != 0) {
     return absl::InvalidArgumentError(absl::StrFormat(
@@ -270,7 +271,8 @@ absl::Status LaunchLamport(LamportLaunch launch, cudaStream_t stream) {
   if (launch.rms_norm) {
     // One block per row (token), at most 1024: a row is normalised by the
     // block that reduced it, so rows spread over blocks, not threads.
-    launch.blocks_per_rank = static_cast<int>(std::min<int64_t>(launch.elems / launch.hidden, 1024));
+    launch.blocks_per_rank =
+        static_cast<int>(std::min<int64_t>(launch.elems / launch.hidden, 1024));
   }
   if (launch.virtual_ranks > 1) {
     launch.blocks_per_rank = std::min(launch.blocks_per_rank, MaxCoResidentBlocksPerRank(launch));
@@ -285,8 +287,8 @@ absl::Status LaunchLamport(LamportLaunch launch, cudaStream_t stream) {
     err = cudaLaunchKernel(KernelFor(launch.elem), grid, dim3(threads), args, 0, stream);
   }
   if (err != cudaSuccess) {
-    return absl::InternalError(absl::StrFormat("launching the Lamport all-reduce: %s",
-                                               CudaErrorText(err)));
+    return absl::InternalError(
+        absl::StrFormat("launching the Lamport all-reduce: %s", CudaErrorText(err)));
   }
   return absl::OkStatus();
 }
@@ -294,9 +296,9 @@ absl::Status LaunchLamport(LamportLaunch launch, cudaStream_t stream) {
 absl::Status CheckLamportStatus(const LamportLaunch& launch, cudaStream_t stream,
                                 const std::vector<int>& peer_names) {
   LamportStatus status[kMaxVirtualRanks];
-  cudaError_t err = cudaMemcpyAsync(status, launch.status,
-                                    sizeof(LamportStatus) * static_cast<size_t>(launch.virtual_ranks),
-                                    cudaMemcpyDeviceToHost, stream);
+  cudaError_t err = cudaMemcpyAsync(
+      status, launch.status, sizeof(LamportStatus) * static_cast<size_t>(launch.virtual_ranks),
+      cudaMemcpyDeviceToHost, stream);
   if (err == cudaSuccess) err = cudaStreamSynchronize(stream);
   if (err != cudaSuccess) {
     return absl::InternalError(absl::StrFormat("fused all-reduce: %s", CudaErrorText(err)));
@@ -308,7 +310,7 @@ absl::Status CheckLamportStatus(const LamportLaunch& launch, cudaStream_t stream
     const int rank = launch.ranks[v].rank;
     auto name = [&](int index) {
       return index >= 0 && static_cast<size_t>(index) < peer_names.size() ? peer_names[index]
-                                                                            : index;
+                                                                          : index;
     };
     switch (error) {
       case protocol::ProtocolError::kWaitExpired:
@@ -340,17 +342,16 @@ absl::Status FillSentinel(void* dst, int64_t elems, protocol::Elem elem, cudaStr
   const int64_t words = elems * protocol::ElemBytes(elem) / 4;
   FillKernel<Elem::kFp32><<<256, 256, 0, stream>>>(static_cast<uint32_t*>(dst), words, word);
   const cudaError_t err = cudaGetLastError();
-  return err == cudaSuccess ? absl::OkStatus()
-                            : absl::InternalError(absl::StrFormat("filling the sentinel: %s",
-                                                                  CudaErrorText(err)));
+  return err == cudaSuccess
+             ? absl::OkStatus()
+             : absl::InternalError(absl::StrFormat("filling the sentinel: %s", CudaErrorText(err)));
 }
 
 absl::Status LaunchCopy(void* dst, const void* src, int64_t bytes, int blocks,
                         cudaStream_t stream) {
   if (bytes <= 0 || bytes % 16 != 0 || blocks < 1) {
-    return absl::InvalidArgumentError(
-        absl::StrFormat("copy of %d bytes on %d blocks: bytes must be a positive multiple of 16",
-                        bytes, blocks));
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "copy of %d bytes on %d blocks: bytes must be a positive multiple of 16", bytes, blocks));
   }
   CopyKernel<<<static_cast<unsigned>(blocks), kThreadsPerBlock, 0, stream>>>(
       static_cast<uint4*>(dst), static_cast<const uint4*>(src), bytes / 16);
@@ -373,22 +374,22 @@ absl::Status LaunchResidualRmsNorm(const void* x, const void* residual, const vo
   auto* r = static_cast<uint4*>(residual_out);
   switch (elem) {
     case Elem::kBf16:
-      ResidualNormKernel<Elem::kBf16><<<blocks, threads, 0, stream>>>(a, b, g, o, r, tokens,
-                                                                      hidden / vec, eps);
+      ResidualNormKernel<Elem::kBf16>
+          <<<blocks, threads, 0, stream>>>(a, b, g, o, r, tokens, hidden / vec, eps);
       break;
     case Elem::kFp16:
-      ResidualNormKernel<Elem::kFp16><<<blocks, threads, 0, stream>>>(a, b, g, o, r, tokens,
-                                                                      hidden / vec, eps);
+      ResidualNormKernel<Elem::kFp16>
+          <<<blocks, threads, 0, stream>>>(a, b, g, o, r, tokens, hidden / vec, eps);
       break;
     case Elem::kFp32:
-      ResidualNormKernel<Elem::kFp32><<<blocks, threads, 0, stream>>>(a, b, g, o, r, tokens,
-                                                                      hidden / vec, eps);
+      ResidualNormKernel<Elem::kFp32>
+          <<<blocks, threads, 0, stream>>>(a, b, g, o, r, tokens, hidden / vec, eps);
       break;
   }
   const cudaError_t err = cudaGetLastError();
-  return err == cudaSuccess ? absl::OkStatus()
-                            : absl::InternalError(absl::StrFormat("RMSNorm kernel: %s",
-                                                                  CudaErrorText(err)));
+  return err == cudaSuccess
+             ? absl::OkStatus()
+             : absl::InternalError(absl::StrFormat("RMSNorm kernel: %s", CudaErrorText(err)));
 }
 
 }  // namespace lockstep::cuda

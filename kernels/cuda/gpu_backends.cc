@@ -56,8 +56,8 @@ absl::StatusOr<LamportLaunch> GpuFusedBackend::MakeLaunch(const Tensor& tensor,
       tensor.desc.numel() > spec.max_tokens * spec.hidden) {
     return absl::InvalidArgumentError(absl::StrFormat(
         "tensor [%d x %d] %s does not fit the workspace (max %d tokens x %d hidden %s)",
-        tensor.desc.tokens(), tensor.desc.hidden(), ElemName(*elem), spec.max_tokens,
-        spec.hidden, ElemName(spec.elem)));
+        tensor.desc.tokens(), tensor.desc.hidden(), ElemName(*elem), spec.max_tokens, spec.hidden,
+        ElemName(spec.elem)));
   }
   LamportLaunch l;
   l.world = workspace_->world();
@@ -65,8 +65,9 @@ absl::StatusOr<LamportLaunch> GpuFusedBackend::MakeLaunch(const Tensor& tensor,
   l.hidden = tensor.desc.hidden();
   l.buffer_elems = workspace_->buffer_elems();
   l.elem = *elem;
-  l.sentinel = (record.kernel_flags & kExactSentinel) != 0 ? protocol::SentinelTest::kExactBits
-                                                           : protocol::SentinelTest::kZeroAndSignbit;
+  l.sentinel = (record.kernel_flags & kExactSentinel) != 0
+                   ? protocol::SentinelTest::kExactBits
+                   : protocol::SentinelTest::kZeroAndSignbit;
   l.sanitize = (record.kernel_flags & kSanitizeInputs) != 0;
   l.verify_clear = (record.kernel_flags & kVerifyClear) != 0;
   l.fp32_acc = record.fp32_acc;
@@ -102,8 +103,8 @@ absl::Status GpuFusedBackend::AllReduce(Tensor& tensor, const DecisionRecord& re
   absl::StatusOr<LamportLaunch> launch = MakeLaunch(tensor, record);
   if (!launch.ok()) return launch.status();
   if (cudaError_t e = cudaSetDevice(workspace_->device()); e != cudaSuccess) {
-    return absl::InternalError(absl::StrFormat("cudaSetDevice(%d): %s", workspace_->device(),
-                                               CudaErrorText(e)));
+    return absl::InternalError(
+        absl::StrFormat("cudaSetDevice(%d): %s", workspace_->device(), CudaErrorText(e)));
   }
   if (absl::Status s = LaunchLamport(*launch, stream_); !s.ok()) return s;
   return CheckLamportStatus(*launch, stream_);
@@ -132,9 +133,9 @@ absl::Status GpuNcclBackend::AllReduce(Tensor& tensor, const DecisionRecord& rec
     default:
       return absl::InvalidArgumentError("the tensor has no element type (DType::kUnset)");
   }
-  const ncclResult_t r = ncclAllReduce(tensor.data, tensor.data,
-                                       static_cast<size_t>(tensor.desc.numel()), type, ncclSum,
-                                       comm_, stream_);
+  const ncclResult_t r =
+      ncclAllReduce(tensor.data, tensor.data, static_cast<size_t>(tensor.desc.numel()), type,
+                    ncclSum, comm_, stream_);
   if (r != ncclSuccess && r != ncclInProgress) {
     return absl::InternalError(absl::StrFormat("ncclAllReduce on %s: %s (%s)", name_,
                                                ncclGetErrorString(r), ncclGetLastError(comm_)));
@@ -145,8 +146,8 @@ absl::Status GpuNcclBackend::AllReduce(Tensor& tensor, const DecisionRecord& rec
 absl::Status GpuNcclBackend::Wait(const DecisionRecord& record) {
   if (watchdog_ns_ == 0) {
     if (cudaError_t e = cudaStreamSynchronize(stream_); e != cudaSuccess) {
-      return absl::InternalError(absl::StrFormat("NCCL all-reduce on %s: %s", name_,
-                                                 CudaErrorText(e)));
+      return absl::InternalError(
+          absl::StrFormat("NCCL all-reduce on %s: %s", name_, CudaErrorText(e)));
     }
     return absl::OkStatus();
   }
@@ -157,20 +158,20 @@ absl::Status GpuNcclBackend::Wait(const DecisionRecord& record) {
     ncclResult_t async = ncclSuccess;
     ncclCommGetAsyncError(comm_, &async);
     if (async != ncclSuccess && async != ncclInProgress) {
-      return absl::InternalError(absl::StrFormat("NCCL all-reduce on %s: %s", name_,
-                                                 ncclGetErrorString(async)));
+      return absl::InternalError(
+          absl::StrFormat("NCCL all-reduce on %s: %s", name_, ncclGetErrorString(async)));
     }
     if (async == ncclSuccess) {
       const cudaError_t q = cudaStreamQuery(stream_);
       if (q == cudaSuccess) return absl::OkStatus();
       if (q != cudaErrorNotReady) {
-        return absl::InternalError(absl::StrFormat("NCCL all-reduce on %s: %s", name_,
-                                                   CudaErrorText(q)));
+        return absl::InternalError(
+            absl::StrFormat("NCCL all-reduce on %s: %s", name_, CudaErrorText(q)));
       }
     }
     const auto waited = std::chrono::steady_clock::now() - start;
-    if (static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(waited).count()) >
-        watchdog_ns_) {
+    if (static_cast<uint64_t>(
+            std::chrono::duration_cast<std::chrono::nanoseconds>(waited).count()) > watchdog_ns_) {
       ncclCommAbort(comm_);
       aborted_ = true;
       return absl::DeadlineExceededError(absl::StrFormat(

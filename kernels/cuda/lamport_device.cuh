@@ -84,9 +84,9 @@ struct Vec {
 struct DeviceRankView {
   const LamportLaunch* launch;
   const LamportRank* rank;
-  int vrank;        // virtual rank (index in launch->ranks)
-  int block;        // this block's index among the rank's blocks
-  int blocks;       // blocks per rank
+  int vrank;   // virtual rank (index in launch->ranks)
+  int block;   // this block's index among the rank's blocks
+  int blocks;  // blocks per rank
 };
 
 // One thread's chunk: up to U 16-byte vectors a fixed stride apart (vector j
@@ -123,9 +123,7 @@ class DeviceLamportMem {
   __device__ int64_t FirstChunk(int64_t lo) const {
     return lo + (static_cast<int64_t>(view_.block) * blockDim.x + threadIdx.x) * kVec;
   }
-  __device__ int64_t NextChunk(int64_t pos, int64_t) const {
-    return pos + stride_vecs_ * U * kVec;
-  }
+  __device__ int64_t NextChunk(int64_t pos, int64_t) const { return pos + stride_vecs_ * U * kVec; }
   // Elements of the chunk at pos below hi.
   __device__ int64_t ChunkLen(int64_t pos, int64_t hi) const {
     const int64_t stride = Stride();
@@ -168,7 +166,8 @@ class DeviceLamportMem {
   // wait has lasted kSlowWaitNs. A budget of 0 disables the timer and the
   // checks: an unbounded wait, for measuring what bounding costs only.
   static constexpr uint64_t kSlowWaitNs = 20'000;
-  __device__ __forceinline__ bool Wait(uint32_t buffer, int64_t offset, int64_t len, int32_t writer, Value* out) {
+  __device__ __forceinline__ bool Wait(uint32_t buffer, int64_t offset, int64_t len, int32_t writer,
+                                       Value* out) {
     const uint4* p = reinterpret_cast<const uint4*>(view_.rank->my_buffers) +
                      (buffer * view_.launch->buffer_elems + offset) / kVec;
     out->n = static_cast<int>(len / kVec);
@@ -286,8 +285,7 @@ class DeviceLamportMem {
     const protocol::SentinelTest test = view_.launch->sentinel;
     if (test == protocol::SentinelTest::kExactBits) {
       if constexpr (E == Elem::kFp32) {
-        return v.x == 0x80000000u || v.y == 0x80000000u || v.z == 0x80000000u ||
-               v.w == 0x80000000u;
+        return v.x == 0x80000000u || v.y == 0x80000000u || v.z == 0x80000000u || v.w == 0x80000000u;
       } else {
         const uint32_t w[4] = {v.x, v.y, v.z, v.w};
         bool any = false;
@@ -338,8 +336,8 @@ class DeviceLamportMem {
   // the host raised the abort word; a failure another thread recorded
   // first is kept). The norm epilogue needs every thread at its barriers, so
   // an abandoned wait yields zeros there; plain all-reduces stop at once.
-  __device__ __forceinline__ bool GiveUp(bool expired, int32_t writer, uint32_t buffer, int64_t offset,
-                         Value* out) const {
+  __device__ __forceinline__ bool GiveUp(bool expired, int32_t writer, uint32_t buffer,
+                                         int64_t offset, Value* out) const {
     if (expired) {
       Record(ProtocolError::kWaitExpired, writer, buffer, offset);
     } else if (view_.launch->abort != nullptr && *view_.launch->abort != 0) {

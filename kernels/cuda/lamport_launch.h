@@ -10,37 +10,37 @@
 
 namespace lockstep::cuda {
 
-inline constexpr int kMaxPeers = 8;   // ranks of one workspace
+inline constexpr int kMaxPeers = 8;  // ranks of one workspace
 inline constexpr int kMaxVirtualRanks = 8;
 
 // Why a rank's call failed; written by the kernel in device memory.
 struct LamportStatus {
-  int error = 0;          // protocol::ProtocolError
+  int error = 0;             // protocol::ProtocolError
   int32_t waited_peer = -1;  // workspace index of the peer waited for
   uint32_t buffer = 0;
-  int64_t offset = 0;     // element in that buffer
+  int64_t offset = 0;  // element in that buffer
   uint64_t elapsed_ns = 0;
 };
 
 // One rank's part of a launch.
 struct LamportRank {
-  int32_t rank = 0;                        // index in the workspace's peer set
-  const void* input = nullptr;             // [elems] of the element type
-  void* output = nullptr;                  // [elems]
-  void* my_buffers = nullptr;              // this rank's 3 receive buffers
-  void* peer_buffers[kMaxPeers] = {};      // every peer's receive buffers, mapped here
-  protocol::LamportState* state = nullptr; // this rank's control block (device memory)
+  int32_t rank = 0;                         // index in the workspace's peer set
+  const void* input = nullptr;              // [elems] of the element type
+  void* output = nullptr;                   // [elems]
+  void* my_buffers = nullptr;               // this rank's 3 receive buffers
+  void* peer_buffers[kMaxPeers] = {};       // every peer's receive buffers, mapped here
+  protocol::LamportState* state = nullptr;  // this rank's control block (device memory)
   // Fused residual add + RMSNorm (kARResidualRMSNorm); null for kAllReduce.
-  const void* residual = nullptr;          // [tokens, hidden]
-  void* residual_out = nullptr;            // [tokens, hidden]: allreduce + residual
-  const void* gamma = nullptr;             // [hidden]
+  const void* residual = nullptr;  // [tokens, hidden]
+  void* residual_out = nullptr;    // [tokens, hidden]: allreduce + residual
+  const void* gamma = nullptr;     // [hidden]
 };
 
 struct LamportLaunch {
   int32_t world = 1;
-  int64_t elems = 0;           // per rank
-  int64_t hidden = 0;          // row length (norm epilogue)
-  int64_t buffer_elems = 0;    // elements per receive buffer
+  int64_t elems = 0;         // per rank
+  int64_t hidden = 0;        // row length (norm epilogue)
+  int64_t buffer_elems = 0;  // elements per receive buffer
   protocol::Elem elem = protocol::Elem::kBf16;
   protocol::SentinelTest sentinel = protocol::SentinelTest::kExactBits;
   bool ftz = false;

@@ -55,9 +55,9 @@ absl::StatusOr<const Driver*> GetDriver() {
       }
       return absl::OkStatus();
     };
-#define LOAD(f)                                                                   \
+#define LOAD(f)                                                                  \
   if (absl::Status s = load(#f, reinterpret_cast<void**>(&driver.f)); !s.ok()) { \
-    return s;                                                                     \
+    return s;                                                                    \
   }
     LOAD(cuMemCreate)
     LOAD(cuMemRelease)
@@ -84,11 +84,11 @@ absl::Status DriverError(const Driver& d, const char* what, CUresult r) {
   return absl::InternalError(absl::StrFormat("%s: %s", what, name));
 }
 
-#define LS_CU(d, expr)                                            \
-  do {                                                            \
-    if (CUresult r_ = (expr); r_ != CUDA_SUCCESS) {               \
-      return DriverError(d, #expr, r_);                           \
-    }                                                             \
+#define LS_CU(d, expr)                              \
+  do {                                              \
+    if (CUresult r_ = (expr); r_ != CUDA_SUCCESS) { \
+      return DriverError(d, #expr, r_);             \
+    }                                               \
   } while (0)
 
 int64_t BufferElems(const WorkspaceSpec& spec) {
@@ -150,8 +150,7 @@ LamportRank LamportWorkspace::RankParams() const {
 
 absl::StatusOr<std::vector<std::unique_ptr<LamportWorkspace>>> LamportWorkspace::CreateLocal(
     const WorkspaceSpec& spec, std::span<const int> devices) {
-  if (spec.world != static_cast<int>(devices.size()) || spec.world < 1 ||
-      spec.world > kMaxPeers) {
+  if (spec.world != static_cast<int>(devices.size()) || spec.world < 1 || spec.world > kMaxPeers) {
     return absl::InvalidArgumentError(absl::StrFormat(
         "a local workspace group needs one device per rank (world %d, %d devices, at most %d)",
         spec.world, devices.size(), kMaxPeers));
@@ -216,17 +215,17 @@ absl::StatusOr<std::unique_ptr<LamportWorkspace>> LamportWorkspace::CreateShared
   LS_CUDA(cudaFree(nullptr));  // make the primary context current
 
   int fabric = 0;
-  LS_CU(d, d.cuDeviceGetAttribute(&fabric, CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_FABRIC_SUPPORTED,
-                                  device));
+  LS_CU(d,
+        d.cuDeviceGetAttribute(&fabric, CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_FABRIC_SUPPORTED, device));
   CUmemAllocationProp prop = {};
   prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
   prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
   prop.location.id = device;
-  prop.requestedHandleTypes = fabric ? CU_MEM_HANDLE_TYPE_FABRIC
-                                     : CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+  prop.requestedHandleTypes =
+      fabric ? CU_MEM_HANDLE_TYPE_FABRIC : CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
   size_t granularity = 0;
-  LS_CU(d, d.cuMemGetAllocationGranularity(&granularity, &prop,
-                                           CU_MEM_ALLOC_GRANULARITY_RECOMMENDED));
+  LS_CU(d,
+        d.cuMemGetAllocationGranularity(&granularity, &prop, CU_MEM_ALLOC_GRANULARITY_RECOMMENDED));
   const size_t raw = static_cast<size_t>(3 * ws->buffer_elems_ * protocol::ElemBytes(spec.elem));
   const size_t size = (raw + granularity - 1) / granularity * granularity;
   ws->bytes_ = size;
@@ -262,8 +261,8 @@ absl::StatusOr<std::unique_ptr<LamportWorkspace>> LamportWorkspace::CreateShared
     }
   } else {
     int fd = -1;
-    LS_CU(d, d.cuMemExportToShareableHandle(&fd, mine, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
-                                            0));
+    LS_CU(d,
+          d.cuMemExportToShareableHandle(&fd, mine, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0));
     absl::StatusOr<std::vector<FdHandle>> all = AllGatherValue(exchange, FdHandle{getpid(), fd});
     if (!all.ok()) {
       close(fd);

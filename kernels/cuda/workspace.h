@@ -40,7 +40,7 @@ struct WorkspaceSpec {
 class PeerExchange {
  public:
   virtual ~PeerExchange() = default;
-  virtual int rank() const = 0;   // this process's index in the group
+  virtual int rank() const = 0;  // this process's index in the group
   virtual int world() const = 0;
   // `all` receives world() * mine.size() bytes, rank-major.
   virtual absl::Status AllGather(std::span<const uint8_t> mine, std::span<uint8_t> all) = 0;

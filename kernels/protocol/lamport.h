@@ -120,11 +120,13 @@ struct AllReduceArgs {
 // one-shot and two-shot protocols.
 template <class Mem>
 LS_HD bool ClearPreviousBuffer(Mem& mem, const LamportCall& call, const AllReduceArgs& a) {
-  for (int64_t pos = mem.FirstChunk(0); pos < call.clear_elems; pos = mem.NextChunk(pos, call.clear_elems)) {
+  for (int64_t pos = mem.FirstChunk(0); pos < call.clear_elems;
+       pos = mem.NextChunk(pos, call.clear_elems)) {
     mem.Clear(call.clear_buffer, pos, mem.ChunkLen(pos, call.clear_elems));
   }
   if (!a.verify_clear) return true;
-  for (int64_t pos = mem.FirstChunk(0); pos < call.clear_elems; pos = mem.NextChunk(pos, call.clear_elems)) {
+  for (int64_t pos = mem.FirstChunk(0); pos < call.clear_elems;
+       pos = mem.NextChunk(pos, call.clear_elems)) {
     if (!mem.VerifyCleared(call.clear_buffer, pos, mem.ChunkLen(pos, call.clear_elems))) {
       return false;
     }

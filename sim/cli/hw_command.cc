@@ -33,8 +33,7 @@ int RunHw(std::span<const std::string> args, std::ostream& out, std::ostream& er
   flags.AddString("policy", &policy, "dispatch policy (default: the scenario's)");
   flags.AddString("report", &report_path, "write the JSON report here (rank 0)");
   flags.AddBool("dry-run", &dry_run, "print the plan (ranks, GPUs, groups, workspaces, backends)");
-  flags.AddBool("compare", &compare,
-                "also simulate the scenario and seed; any difference exits 1");
+  flags.AddBool("compare", &compare, "also simulate the scenario and seed; any difference exits 1");
   flags.AddInt("consistency", &consistency,
                "all-gather decision fingerprints every K calls of a group (0: off)");
   flags.AddInt64("kernel-wait-ms", &kernel_wait_ms, "bounded-wait budget of the fused kernels");
@@ -103,8 +102,8 @@ int RunHw(std::span<const std::string> args, std::ostream& out, std::ostream& er
     if (compare) {
       SimOptions compare_options = sim_options;
       compare_options.keep_trace = true;
-      absl::StatusOr<SimResult> simulated = faults::SimulateWithFaults(
-          hw::AsRunOnHardware(*scenario), compare_options, registry);
+      absl::StatusOr<SimResult> simulated =
+          faults::SimulateWithFaults(hw::AsRunOnHardware(*scenario), compare_options, registry);
       if (!simulated.ok()) {
         err << "lockstep hw: simulating for --compare: " << simulated.status().message() << "\n";
         code = kExitUsage;

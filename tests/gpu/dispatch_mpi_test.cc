@@ -19,14 +19,14 @@ namespace {
 using hw::MpiExchange;
 
 // Skips unless the job has one process per GPU and at least two of them.
-#define LOCKSTEP_REQUIRE_MPI_GPUS()                                                        \
-  do {                                                                                     \
-    LOCKSTEP_REQUIRE_GPUS(2);                                                              \
-    MpiExchange e_(MPI_COMM_WORLD);                                                        \
-    if (e_.world() < 2 || e_.world() > static_cast<int>(Inventory().devices.size())) {     \
+#define LOCKSTEP_REQUIRE_MPI_GPUS()                                                         \
+  do {                                                                                      \
+    LOCKSTEP_REQUIRE_GPUS(2);                                                               \
+    MpiExchange e_(MPI_COMM_WORLD);                                                         \
+    if (e_.world() < 2 || e_.world() > static_cast<int>(Inventory().devices.size())) {      \
       GTEST_SKIP() << "needs one MPI process per GPU (2 or more); run under mpiexec -n 2, " \
-                   << "this job has " << e_.world() << " process(es)";                     \
-    }                                                                                      \
+                   << "this job has " << e_.world() << " process(es)";                      \
+    }                                                                                       \
   } while (0)
 
 TEST(DispatchMpiTest, SharedWorkspacesThroughTheDispatchCoreMatchNccl) {

@@ -57,9 +57,9 @@ class DispatchRig {
     GroupBackends b;
     b.fused = fused_.get();
     b.nccl = nccl_.get();
-    coordinator_ = std::make_unique<GroupCoordinator>("attn_tp", GroupId{0}, workspace->world(),
-                                                      workspace->rank(), WorkspaceKind::kAttnTp,
-                                                      b, &policy_);
+    coordinator_ =
+        std::make_unique<GroupCoordinator>("attn_tp", GroupId{0}, workspace->world(),
+                                           workspace->rank(), WorkspaceKind::kAttnTp, b, &policy_);
     const size_t bytes = static_cast<size_t>(2 * kRigMaxTokens * 2 * kRigHidden);
     cudaMalloc(&data_, bytes);
     cudaMalloc(&reference_, bytes);
@@ -71,8 +71,8 @@ class DispatchRig {
   }
   ~DispatchRig() {
     cudaSetDevice(device_);
-    for (void* p : {data_, reference_, residual_, residual_out_, ref_residual_out_, ref_normed_,
-                    gamma_}) {
+    for (void* p :
+         {data_, reference_, residual_, residual_out_, ref_residual_out_, ref_normed_, gamma_}) {
       cudaFree(p);
     }
     cudaStreamDestroy(stream_);
@@ -121,9 +121,9 @@ class DispatchRig {
   // The unfused baseline of the norm pattern on the reference (NCCL) sum.
   absl::Status ReferenceNorm(int64_t tokens) {
     cudaSetDevice(device_);
-    absl::Status s = cuda::LaunchResidualRmsNorm(reference_, residual_, gamma_, ref_normed_,
-                                                 ref_residual_out_, tokens, kRigHidden,
-                                                 protocol::Elem::kBf16, 1e-6f, stream_);
+    absl::Status s =
+        cuda::LaunchResidualRmsNorm(reference_, residual_, gamma_, ref_normed_, ref_residual_out_,
+                                    tokens, kRigHidden, protocol::Elem::kBf16, 1e-6f, stream_);
     cudaStreamSynchronize(stream_);
     return s;
   }
@@ -242,7 +242,8 @@ inline void RunDispatchChecks(DispatchRig& rig, cuda::PeerExchange& exchange) {
     const std::vector<uint16_t> normed = rig.Download(rig.data(), elems);
     EXPECT_TRUE(SameOnEveryRank(exchange, Fnv1a(normed))) << tokens << " tokens (norm)";
     if (rig.world() == 2) {
-      EXPECT_EQ(rig.Download(rig.residual_out(), elems), rig.Download(rig.ref_residual_out(), elems))
+      EXPECT_EQ(rig.Download(rig.residual_out(), elems),
+                rig.Download(rig.ref_residual_out(), elems))
           << tokens << " tokens: residual_out differs from NCCL + residual";
       EXPECT_EQ(normed, rig.Download(rig.ref_normed(), elems))
           << tokens << " tokens: fused norm differs from NCCL + RMSNorm kernel";

@@ -155,13 +155,13 @@ std::vector<uint32_t> RandomBits(int64_t elems, Elem e, uint32_t seed) {
 
 // Checks every rank's output: bitwise equal across ranks, and within
 // world * eps * sum|x| of the fp64 sum.
-void ExpectReduced(VirtualGroup& g, const std::vector<std::vector<uint32_t>>& inputs,
-                   int64_t elems, Elem e, const std::string& what) {
+void ExpectReduced(VirtualGroup& g, const std::vector<std::vector<uint32_t>>& inputs, int64_t elems,
+                   Elem e, const std::string& what) {
   const double eps = e == Elem::kFp32 ? 1.2e-7 : e == Elem::kBf16 ? 7.9e-3 : 9.8e-4;
   const std::vector<uint32_t> first = g.Output(0, elems);
   for (size_t r = 1; r < inputs.size(); ++r) {
-    ASSERT_EQ(g.Output(static_cast<int>(r), elems), first) << what << ": rank " << r
-                                                           << " differs bitwise from rank 0";
+    ASSERT_EQ(g.Output(static_cast<int>(r), elems), first)
+        << what << ": rank " << r << " differs bitwise from rank 0";
   }
   for (int64_t i = 0; i < elems; ++i) {
     double sum = 0, mag = 0;
@@ -239,7 +239,8 @@ TEST(LamportKernelEdgeTest, NegativeZeroAndNegativeSubnormalInputsAreData) {
     std::vector<std::vector<uint32_t>> inputs;
     for (int r = 0; r < 4; ++r) {
       std::vector<uint32_t> bits = RandomBits(elems, e, 100 + static_cast<uint32_t>(r));
-      for (int64_t i = r; i < elems; i += 7) bits[static_cast<size_t>(i)] = protocol::NegZeroBits(e);
+      for (int64_t i = r; i < elems; i += 7)
+        bits[static_cast<size_t>(i)] = protocol::NegZeroBits(e);
       for (int64_t i = 3; i < elems; i += 11) {
         bits[static_cast<size_t>(i)] = protocol::SignBit(e) | 1u;  // negative subnormal
       }
@@ -322,7 +323,8 @@ TEST(LamportKernelEdgeTest, FusedResidualRmsNormMatchesTheHostComputation) {
         const size_t i = static_cast<size_t>(t * hidden + h);
         double s = static_cast<double>(protocol::ToFloat(residuals[0][i], Elem::kBf16));
         for (int r = 0; r < world; ++r) {
-          s += static_cast<double>(protocol::ToFloat(inputs[static_cast<size_t>(r)][i], Elem::kBf16));
+          s += static_cast<double>(
+              protocol::ToFloat(inputs[static_cast<size_t>(r)][i], Elem::kBf16));
         }
         x[static_cast<size_t>(h)] = s;
         sumsq += s * s;

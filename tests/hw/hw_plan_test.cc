@@ -1,6 +1,8 @@
 // The hardware runner's CPU parts: the plan (--dry-run) and the comparison
 // of a hardware run with a simulated one.
 
+#include "hw/hw_plan.h"
+
 #include <sstream>
 #include <string>
 #include <vector>
@@ -8,7 +10,6 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "hw/hw_compare.h"
-#include "hw/hw_plan.h"
 #include "sim/cli/commands.h"
 
 namespace lockstep::hw {

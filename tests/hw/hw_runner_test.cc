@@ -37,13 +37,14 @@ std::string Setting(const char* name, const char* built) {
 
 // Runs `lockstep hw SCENARIO ARGS` on two ranks; the report is rank 0's.
 HwRun RunHw(const std::string& scenario, const std::string& args) {
-  const std::string report = absl::StrFormat("%s/hw_report_%d.json", ::testing::TempDir(), getpid());
+  const std::string report =
+      absl::StrFormat("%s/hw_report_%d.json", ::testing::TempDir(), getpid());
   std::remove(report.c_str());
-  const std::string command = absl::StrFormat(
-      "%s -n 2 %s %s hw %s/topologies/scenarios/hw/%s --report %s %s 2>&1",
-      Setting("LOCKSTEP_MPIEXEC", LOCKSTEP_MPIEXEC), LOCKSTEP_MPIEXEC_PREFLAGS,
-      Setting("LOCKSTEP_CLI", LOCKSTEP_CLI), Setting("LOCKSTEP_SOURCE_DIR", LOCKSTEP_SOURCE_DIR),
-      scenario, report, args);
+  const std::string command =
+      absl::StrFormat("%s -n 2 %s %s hw %s/topologies/scenarios/hw/%s --report %s %s 2>&1",
+                      Setting("LOCKSTEP_MPIEXEC", LOCKSTEP_MPIEXEC), LOCKSTEP_MPIEXEC_PREFLAGS,
+                      Setting("LOCKSTEP_CLI", LOCKSTEP_CLI),
+                      Setting("LOCKSTEP_SOURCE_DIR", LOCKSTEP_SOURCE_DIR), scenario, report, args);
   HwRun run;
   FILE* pipe = popen(command.c_str(), "r");
   if (pipe == nullptr) return run;
@@ -65,8 +66,8 @@ class HwRunnerTest : public ::testing::Test {
 };
 
 TEST_F(HwRunnerTest, CleanScenariosAreCleanAndAgreeWithTheSimulator) {
-  for (const char* scenario : {"tp2-qwen3-h200x2.yaml", "tp2-ep2-qwen3-h200x2.yaml",
-                               "dpattn-dp2-ep2-qwen3-h200x2.yaml"}) {
+  for (const char* scenario :
+       {"tp2-qwen3-h200x2.yaml", "tp2-ep2-qwen3-h200x2.yaml", "dpattn-dp2-ep2-qwen3-h200x2.yaml"}) {
     const HwRun r = RunHw(scenario, "--compare");
     EXPECT_EQ(r.code, 0) << scenario << "\n" << r.output;
     EXPECT_EQ(r.report.value("verdict", ""), "clean") << scenario << "\n" << r.output;
@@ -134,7 +135,8 @@ TEST_F(HwRunnerTest, ARankThatLeavesIsNamedByItsPeer) {
   EXPECT_EQ(r.code, 0) << r.output;
   EXPECT_EQ(r.report.value("verdict", ""), "fail_stop") << r.output;
   EXPECT_THAT(r.report.value("summary", ""),
-              AnyOf(HasSubstr("rank 1 never arrived"), HasSubstr("watchdog"))) << r.output;
+              AnyOf(HasSubstr("rank 1 never arrived"), HasSubstr("watchdog")))
+      << r.output;
 }
 
 TEST_F(HwRunnerTest, AReductionOverTheWrongPeersIsCaughtOnTheGpus) {
