@@ -11,6 +11,7 @@
 
 #include "dispatch/decision.h"
 #include "kernels/protocol/lamport.h"
+#include "kernels/protocol/memory_model.h"
 #include "sim/context.h"
 #include "sim/data.h"
 
@@ -67,7 +68,7 @@ class SimCustomAllReduce : public Waitable {
   std::vector<LostFlag> lost_;
 };
 
-class CustomMem {
+class CustomMem : public protocol::WholeRangeChunks {
  public:
   using Value = SimChunk;
   using Acc = Accumulator;
@@ -81,9 +82,6 @@ class CustomMem {
         out_(out),
         blocks_(blocks) {}
 
-  int64_t FirstChunk(int64_t lo) const { return lo; }
-  int64_t NextChunk(int64_t, int64_t hi) const { return hi; }
-  int64_t ChunkLen(int64_t pos, int64_t hi) const { return hi - pos; }
   Value LoadInput(int64_t pos, int64_t len) {
     SimChunk c;
     in_.runs.Read(pos, pos + len, c);

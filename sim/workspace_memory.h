@@ -13,6 +13,7 @@
 #include "dispatch/decision.h"
 #include "dispatch/workspace.h"
 #include "kernels/protocol/lamport.h"
+#include "kernels/protocol/memory_model.h"
 #include "sim/context.h"
 #include "sim/data.h"
 #include "sim/lamport_buffer.h"
@@ -99,7 +100,7 @@ class SimWorkspace : public Waitable {
 // The memory policy of kernels/protocol/memory_model.h over a SimWorkspace:
 // one chunk is a whole range; a poll that finds the sentinel blocks the rank
 // until a store lands in the range it watches.
-class LamportMem {
+class LamportMem : public protocol::WholeRangeChunks {
  public:
   using Value = SimChunk;
   using Acc = Accumulator;
@@ -118,9 +119,6 @@ class LamportMem {
         fp32_acc_(fp32_acc),
         sentinel_(sentinel) {}
 
-  int64_t FirstChunk(int64_t lo) const { return lo; }
-  int64_t NextChunk(int64_t, int64_t hi) const { return hi; }
-  int64_t ChunkLen(int64_t pos, int64_t hi) const { return hi - pos; }
 
   Value LoadInput(int64_t pos, int64_t len);
   void Sanitize(Value& v) { SanitizeChunk(ctx_, v); }

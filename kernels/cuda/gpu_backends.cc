@@ -9,16 +9,12 @@
 namespace lockstep::cuda {
 namespace {
 
-const char* ElemName(protocol::Elem e) {
-  switch (e) {
-    case protocol::Elem::kBf16:
-      return "bf16";
-    case protocol::Elem::kFp16:
-      return "fp16";
-    case protocol::Elem::kFp32:
-      break;
+// The dtype name of a kernel element type, for messages.
+std::string_view ElemName(protocol::Elem e) {
+  for (DType d : {DType::kBf16, DType::kFp16, DType::kFp32}) {
+    if (absl::StatusOr<protocol::Elem> x = ElemOf(d); x.ok() && *x == e) return DTypeName(d);
   }
-  return "fp32";
+  return DTypeName(DType::kUnset);
 }
 
 }  // namespace

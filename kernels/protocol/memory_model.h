@@ -50,4 +50,16 @@
 
 #include "kernels/protocol/lamport.h"
 
+namespace lockstep::protocol {
+
+// The simplest chunk policy: one chunk is the whole range (the simulator's
+// memory models, which move ranges, not vectors).
+struct WholeRangeChunks {
+  int64_t FirstChunk(int64_t lo) const { return lo; }
+  int64_t NextChunk(int64_t, int64_t hi) const { return hi; }
+  int64_t ChunkLen(int64_t pos, int64_t hi) const { return hi - pos; }
+};
+
+}  // namespace lockstep::protocol
+
 #endif  // LOCKSTEP_KERNELS_PROTOCOL_MEMORY_MODEL_H_
