@@ -12,8 +12,8 @@
 #include "faults/mutants.h"
 #include "faults/runner.h"
 #include "faults/swarm.h"
-#include "sim/report.h"
-#include "sim/scenario_yaml.h"
+#include "sim/report/report.h"
+#include "sim/scenario/scenario_yaml.h"
 
 namespace lockstep::faults {
 namespace {

@@ -13,8 +13,8 @@
 
 #include "absl/status/statusor.h"
 #include "dispatch/policy.h"
-#include "sim/scenario.h"
-#include "sim/verdict.h"
+#include "sim/scenario/scenario.h"
+#include "sim/scenario/verdict.h"
 
 namespace lockstep::faults {
 

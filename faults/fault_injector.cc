@@ -5,7 +5,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_format.h"
 #include "sim/sim_run.h"
-#include "sim/value.h"
+#include "sim/memory/value.h"
 
 namespace lockstep::faults {
 namespace {

@@ -16,8 +16,8 @@
 #include "absl/status/statusor.h"
 #include "dispatch/group_layout.h"
 #include "faults/fault_kinds.h"
-#include "sim/fault_plan.h"
-#include "sim/scenario.h"
+#include "sim/runtime/fault_plan.h"
+#include "sim/scenario/scenario.h"
 
 namespace lockstep::faults {
 

@@ -9,7 +9,7 @@
 #include "absl/strings/str_join.h"
 #include "dispatch/dtype.h"
 #include "dispatch/workspace.h"
-#include "sim/did_you_mean.h"
+#include "sim/scenario/did_you_mean.h"
 
 namespace lockstep::faults {
 namespace {

@@ -13,8 +13,8 @@
 
 #include "absl/status/status.h"
 #include "dispatch/group_layout.h"
-#include "sim/scenario.h"
-#include "sim/verdict.h"
+#include "sim/scenario/scenario.h"
+#include "sim/scenario/verdict.h"
 
 namespace lockstep::faults {
 

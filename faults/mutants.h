@@ -10,7 +10,7 @@
 #include <string_view>
 
 #include "dispatch/policy.h"
-#include "sim/verdict.h"
+#include "sim/scenario/verdict.h"
 
 namespace lockstep::faults {
 

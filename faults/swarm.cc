@@ -4,7 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "faults/fault_kinds.h"
-#include "sim/rng.h"
+#include "sim/runtime/rng.h"
 
 namespace lockstep::faults {
 

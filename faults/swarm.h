@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "dispatch/group_layout.h"
-#include "sim/scenario.h"
-#include "sim/verdict.h"
+#include "sim/scenario/scenario.h"
+#include "sim/scenario/verdict.h"
 
 namespace lockstep::faults {
 

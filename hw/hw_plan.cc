@@ -6,7 +6,7 @@
 #include "absl/strings/str_format.h"
 #include "dispatch/workspace.h"
 #include "kernels/protocol/two_shot.h"
-#include "sim/layout_report.h"
+#include "sim/report/layout_report.h"
 #include "sim/simulation.h"
 
 namespace lockstep::hw {

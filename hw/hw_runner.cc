@@ -27,7 +27,7 @@
 #include "kernels/cuda/gpu_backends.h"
 #include "kernels/cuda/workspace.h"
 #include "kernels/protocol/element.h"
-#include "sim/workload_program.h"
+#include "sim/replica/workload_program.h"
 
 namespace lockstep::hw {
 namespace {

@@ -11,7 +11,7 @@
 
 #include "absl/status/statusor.h"
 #include "dispatch/policy.h"
-#include "sim/scenario.h"
+#include "sim/scenario/scenario.h"
 #include "sim/simulation.h"
 
 namespace lockstep::hw {

@@ -7,7 +7,7 @@
 
 #include "absl/strings/str_format.h"
 #include "sim/sim_run.h"
-#include "sim/workload_program.h"
+#include "sim/replica/workload_program.h"
 
 namespace lockstep {
 namespace {

@@ -5,11 +5,11 @@
 #define LOCKSTEP_SIM_SIM_BACKENDS_H_
 
 #include "dispatch/backend.h"
-#include "sim/context.h"
-#include "sim/custom_allreduce_memory.h"
-#include "sim/fault_plan.h"
-#include "sim/nccl_comm.h"
-#include "sim/workspace_memory.h"
+#include "sim/runtime/context.h"
+#include "sim/memory/custom_allreduce_memory.h"
+#include "sim/runtime/fault_plan.h"
+#include "sim/memory/nccl_comm.h"
+#include "sim/memory/workspace_memory.h"
 
 namespace lockstep {
 

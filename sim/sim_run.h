@@ -10,14 +10,14 @@
 #include "dispatch/group_coordinator.h"
 #include "dispatch/policy.h"
 #include "dispatch/workspace.h"
-#include "sim/context.h"
-#include "sim/custom_allreduce_memory.h"
-#include "sim/data.h"
-#include "sim/nccl_comm.h"
+#include "sim/runtime/context.h"
+#include "sim/memory/custom_allreduce_memory.h"
+#include "sim/memory/data.h"
+#include "sim/memory/nccl_comm.h"
 #include "sim/sim_backends.h"
 #include "sim/simulation.h"
-#include "sim/site.h"
-#include "sim/workspace_memory.h"
+#include "sim/replica/site.h"
+#include "sim/memory/workspace_memory.h"
 
 namespace lockstep {
 

@@ -7,7 +7,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
-#include "sim/did_you_mean.h"
+#include "sim/scenario/did_you_mean.h"
 #include "sim/sim_run.h"
 
 namespace lockstep {

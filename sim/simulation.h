@@ -13,9 +13,9 @@
 #include "absl/status/statusor.h"
 #include "dispatch/policy.h"
 #include "nlohmann/json.hpp"
-#include "sim/scenario.h"
-#include "sim/trace.h"
-#include "sim/verdict.h"
+#include "sim/scenario/scenario.h"
+#include "sim/replica/trace.h"
+#include "sim/scenario/verdict.h"
 
 namespace lockstep {
 

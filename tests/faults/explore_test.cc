@@ -7,8 +7,8 @@
 #include "faults/swarm.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "sim/report.h"
-#include "sim/scenario_yaml.h"
+#include "sim/report/report.h"
+#include "sim/scenario/scenario_yaml.h"
 #include "sim/sim_run.h"
 
 namespace lockstep::faults {

@@ -9,7 +9,7 @@
 #include <string>
 #include <string_view>
 
-#include "sim/scenario_yaml.h"
+#include "sim/scenario/scenario_yaml.h"
 
 namespace {
 

@@ -14,7 +14,7 @@
 #include "faults/mutants.h"
 #include "faults/runner.h"
 #include "faults/swarm.h"
-#include "sim/scenario_yaml.h"
+#include "sim/scenario/scenario_yaml.h"
 #include "sim/simulation.h"
 
 namespace {

@@ -10,7 +10,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "hw/hw_compare.h"
-#include "sim/cli/commands.h"
+#include "cli/commands.h"
 
 namespace lockstep::hw {
 namespace {

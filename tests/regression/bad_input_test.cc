@@ -11,7 +11,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "sim/cli/commands.h"
+#include "cli/commands.h"
 #include "tests/regression/regression_util.h"
 
 namespace lockstep::regression {

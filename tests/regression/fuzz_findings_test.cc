@@ -12,8 +12,8 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "sim/cli/commands.h"
-#include "sim/scenario_yaml.h"
+#include "cli/commands.h"
+#include "sim/scenario/scenario_yaml.h"
 #include "tests/regression/regression_util.h"
 
 namespace lockstep::regression {

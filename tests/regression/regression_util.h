@@ -17,7 +17,7 @@
 #include "faults/mutants.h"
 #include "faults/runner.h"
 #include "gtest/gtest.h"
-#include "sim/scenario_yaml.h"
+#include "sim/scenario/scenario_yaml.h"
 #include "sim/simulation.h"
 
 namespace lockstep::regression {

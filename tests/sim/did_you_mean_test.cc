@@ -1,4 +1,4 @@
-#include "sim/did_you_mean.h"
+#include "sim/scenario/did_you_mean.h"
 
 #include <array>
 

@@ -1,8 +1,8 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "sim/lamport_buffer.h"
-#include "sim/run_list.h"
-#include "sim/scheduler.h"
+#include "sim/memory/lamport_buffer.h"
+#include "sim/memory/run_list.h"
+#include "sim/runtime/scheduler.h"
 
 namespace lockstep {
 namespace {

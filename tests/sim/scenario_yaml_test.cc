@@ -1,4 +1,4 @@
-#include "sim/scenario_yaml.h"
+#include "sim/scenario/scenario_yaml.h"
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "gtest/gtest.h"
-#include "sim/scenario_yaml.h"
+#include "sim/scenario/scenario_yaml.h"
 #include "sim/simulation.h"
 
 namespace lockstep::testing {

@@ -4,7 +4,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "sim/report.h"
+#include "sim/report/report.h"
 #include "sim/sim_run.h"
 #include "tests/sim/sim_test_util.h"
 

@@ -1,0 +1,61 @@
+#include "cli/commands.h"
+
+#include <array>
+#include <vector>
+
+#include "absl/strings/str_format.h"
+#include "sim/scenario/did_you_mean.h"
+
+namespace lockstep::cli {
+
+std::span<const Command> Commands() {
+  static constexpr std::array kCommands = {
+      Command{"sim", "run a scenario in the deterministic simulator and give its verdict", &RunSim},
+      Command{"explore", "run many seeds of scenarios (swarm faults, PCT schedules, parallel jobs)",
+              &RunExplore},
+      Command{"replay", "re-run a report and confirm the same verdict and trace hash", &RunReplay},
+      Command{"shrink", "reduce a failing report to the smallest scenario that still fails",
+              &RunShrink},
+      Command{"mutants", "run every known-bad policy and print the detection table", &RunMutants},
+      Command{"faults", "list the fault kinds and mutants", &RunFaults},
+      Command{"hw", "run a scenario on GPUs under mpirun (--dry-run: print the plan; --compare)",
+              &RunHw},
+      Command{"layout", "print the groups of a parallel layout, its workspaces and reductions",
+              &RunLayout},
+  };
+  return kCommands;
+}
+
+namespace {
+
+void PrintHelp(std::ostream& out) {
+  out << "lockstep: deterministic multi-rank simulation and fault injection for GPU all-reduce "
+         "dispatch\n\nusage: lockstep <command> [args]   (lockstep <command> --help for more)\n\n"
+         "commands:\n";
+  for (const Command& c : Commands()) out << absl::StrFormat("  %-10s %s\n", c.name, c.summary);
+  out << "\nexit codes: 0 outcome as expected, 1 otherwise, 2 bad input or usage\n";
+}
+
+}  // namespace
+
+int Main(std::span<const std::string> argv, std::ostream& out, std::ostream& err) {
+  if (argv.size() < 2) {
+    PrintHelp(err);
+    return kExitUsage;
+  }
+  const std::string& verb = argv[1];
+  if (verb == "--help" || verb == "-h" || verb == "help") {
+    PrintHelp(out);
+    return kExitOk;
+  }
+  for (const Command& c : Commands()) {
+    if (c.name == verb) return c.run(argv.subspan(2), out, err);
+  }
+  std::vector<std::string_view> names;
+  for (const Command& c : Commands()) names.push_back(c.name);
+  err << "lockstep: unknown command '" << verb << "'" << DidYouMean(verb, names)
+      << " (lockstep --help lists them)\n";
+  return kExitUsage;
+}
+
+}  // namespace lockstep::cli

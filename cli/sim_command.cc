@@ -1,0 +1,97 @@
+// lockstep sim: one deterministic simulated run of a scenario.
+
+#include <fstream>
+#include <iostream>
+
+#include "absl/strings/str_format.h"
+#include "faults/mutants.h"
+#include "faults/runner.h"
+#include "cli/commands.h"
+#include "cli/flags.h"
+#include "sim/report/report.h"
+#include "sim/scenario/scenario_yaml.h"
+#include "sim/simulation.h"
+
+namespace lockstep::cli {
+namespace {
+
+bool WriteFile(const std::string& path, const std::string& text, std::ostream& err) {
+  std::ofstream out(path, std::ios::binary);
+  out << text;
+  if (!out) {
+    err << "lockstep sim: cannot write " << path << "\n";
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+int RunSim(std::span<const std::string> args, std::ostream& out, std::ostream& err) {
+  std::string path;
+  std::string catalogue;
+  SimOptions options;
+  std::string report_path, trace_path, dot_path;
+  bool json = false;
+  bool swarm = false;
+  FlagParser flags("lockstep sim");
+  flags.AddPositional("SCENARIO", &path, "scenario YAML file", true);
+  flags.AddUint64("seed", &options.seed, "seed of the schedule and data (default 1)");
+  flags.AddString("policy", &options.policy, "dispatch policy (default: the scenario's)");
+  flags.AddString("report", &report_path, "write the JSON report here");
+  flags.AddString("trace", &trace_path, "write a Chrome/Perfetto trace here");
+  flags.AddString("dot", &dot_path, "write the wait-for graph (Graphviz DOT) here on a hang");
+  flags.AddString("catalogue", &catalogue, "catalogue directory (hardware/, models/)");
+  flags.AddBool("exact", &options.exact_provenance, "track exact contributor sets throughout");
+  flags.AddString("schedule", &options.schedule, "random (default), pct or pct:D");
+  flags.AddBool("json", &json, "print the JSON report instead of text");
+  flags.AddBool("swarm", &swarm, "replace the scenario's faults by the seed's swarm draw");
+  if (absl::Status s = flags.Parse(args); !s.ok()) {
+    err << "lockstep sim: " << s.message() << "\n" << flags.Usage();
+    return kExitUsage;
+  }
+  if (flags.help_requested()) {
+    out << flags.Usage();
+    return kExitOk;
+  }
+  absl::StatusOr<Scenario> scenario = LoadScenarioFile(path, catalogue);
+  if (!scenario.ok()) {
+    err << "lockstep sim: " << scenario.status().message() << "\n";
+    return kExitUsage;
+  }
+  if (swarm) {
+    scenario = faults::WithSwarmFaults(*scenario, options.seed);
+    if (!scenario.ok()) {
+      err << "lockstep sim: " << scenario.status().message() << "\n";
+      return kExitUsage;
+    }
+  }
+  options.keep_trace = !trace_path.empty();
+  const PolicyRegistry registry = faults::MakePolicyRegistry();
+  absl::StatusOr<SimResult> result = faults::SimulateWithFaults(*scenario, options, registry);
+  if (!result.ok()) {
+    err << "lockstep sim: " << result.status().message() << "\n";
+    return kExitUsage;
+  }
+  const nlohmann::json report = MakeReport(*scenario, options, *result);
+  if (!report_path.empty() && !WriteFile(report_path, report.dump(2) + "\n", err))
+    return kExitUsage;
+  if (!trace_path.empty()) {
+    absl::StatusOr<ParallelLayout> layout = ParallelLayout::Build(scenario->parallel);
+    const nlohmann::json trace =
+        Trace::ToChromeJsonOf(result->trace_events, scenario->name, *layout);
+    if (!WriteFile(trace_path, trace.dump() + "\n", err)) return kExitUsage;
+  }
+  if (!dot_path.empty() && !result->wait_for_dot.empty() &&
+      !WriteFile(dot_path, result->wait_for_dot, err)) {
+    return kExitUsage;
+  }
+  if (json) {
+    out << report.dump(2) << "\n";
+  } else {
+    out << FormatResult(*scenario, options, *result);
+  }
+  return AsExpected(*scenario, result->verdict) ? kExitOk : kExitUnexpected;
+}
+
+}  // namespace lockstep::cli

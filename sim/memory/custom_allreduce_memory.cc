@@ -1,0 +1,141 @@
+#include "sim/memory/custom_allreduce_memory.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_format.h"
+#include "kernels/protocol/block_barrier.h"
+
+namespace lockstep {
+
+SimCustomAllReduce::SimCustomAllReduce(SimContext& ctx, std::string name, std::vector<int> peers)
+    : ctx_(ctx), name_(std::move(name)), peers_(std::move(peers)), members_(peers_.size()) {
+  for (Member& m : members_) {
+    for (auto& phase : m.flags) phase.resize(peers_.size());
+  }
+}
+
+int SimCustomAllReduce::MemberOf(int rank) const {
+  auto it = std::find(peers_.begin(), peers_.end(), rank);
+  return it == peers_.end() ? -1 : static_cast<int>(it - peers_.begin());
+}
+
+protocol::ProtocolStatus SimCustomAllReduce::RunAllReduce(int member, const DecisionRecord& d,
+                                                          const SimTensor& in, SimTensor& out) {
+  members_[static_cast<size_t>(member)].blocks = d.blocks;
+  CustomMem mem(*this, member, in, out, d.blocks);
+  protocol::AllReduceArgs args;
+  args.rank = member;
+  args.world = static_cast<int32_t>(peers_.size());
+  args.elems = in.elems;
+  args.elem = ctx_.elem;
+  out.elems = in.elems;
+  return protocol::CustomAllReduce(mem, args);
+}
+
+void SimCustomAllReduce::StoreFlags(std::vector<FlagRun>& runs, int32_t begin, int32_t end,
+                                    uint64_t epoch) {
+  std::vector<FlagRun> next;
+  for (const FlagRun& r : runs) {
+    if (r.end <= begin || r.begin >= end) {
+      next.push_back(r);
+      continue;
+    }
+    if (r.begin < begin) next.push_back({r.begin, begin, r.epoch});
+    if (r.end > end) next.push_back({end, r.end, r.epoch});
+  }
+  next.push_back({begin, end, epoch});
+  std::sort(next.begin(), next.end(),
+            [](const FlagRun& a, const FlagRun& b) { return a.begin < b.begin; });
+  runs = std::move(next);
+}
+
+bool SimCustomAllReduce::FlagsHold(const std::vector<FlagRun>& runs, int32_t blocks,
+                                   uint64_t epoch) {
+  // Every block in [0, blocks) must hold `epoch`; runs are sorted and disjoint.
+  int32_t covered = 0;
+  for (const FlagRun& r : runs) {
+    if (r.begin >= blocks) break;
+    if (r.begin > covered || r.epoch != epoch) return false;
+    covered = r.end;
+  }
+  return covered >= blocks;
+}
+
+std::string SimCustomAllReduce::DescribeWait(int rank, int64_t detail) const {
+  const Member& m = members_[static_cast<size_t>(detail)];
+  return absl::StrFormat(
+      "rank %d waits at the %s barrier of custom all-reduce %s (call %d, %d blocks) for the "
+      "flags of rank %d's blocks",
+      rank, m.wait_phase == protocol::kBarrierStart ? "start" : "end", name_, m.wait_epoch,
+      m.blocks, peers_[static_cast<size_t>(m.wait_peer)]);
+}
+
+bool SimCustomAllReduce::WaitsOnLostWrite(int, int64_t detail) const {
+  const Member& m = members_[static_cast<size_t>(detail)];
+  for (const LostFlag& f : lost_) {
+    if (f.target == static_cast<int32_t>(detail) && f.writer == m.wait_peer &&
+        f.phase == m.wait_phase && f.epoch == m.wait_epoch) {
+      return true;
+    }
+  }
+  return false;
+}
+
+std::vector<int> SimCustomAllReduce::WaitsOn(int, int64_t detail) const {
+  const Member& m = members_[static_cast<size_t>(detail)];
+  if (m.wait_peer < 0) return {};
+  return {peers_[static_cast<size_t>(m.wait_peer)]};
+}
+
+void CustomMem::Stage(int64_t pos, const Value& v) {
+  SimCustomAllReduce::Member& m = ar_.members_[static_cast<size_t>(member_)];
+  if (pos == 0) m.staged.Reset();
+  WriteChunk(m.staged, pos, v, ctx_.Clock(rank_), rank_);
+}
+
+bool CustomMem::LoadStaged(int32_t peer, int64_t pos, int64_t len, Value* out) {
+  const int source = ar_.peers_[static_cast<size_t>(peer)];
+  const int64_t bytes = len * protocol::ElemBytes(ctx_.elem);
+  out->pieces.clear();
+  int64_t ready = 0;
+  ar_.members_[static_cast<size_t>(peer)].staged.Read(pos, pos + len, *out, &ready);
+  ctx_.AdvanceTo(rank_, ready + ctx_.hardware.TransferNs(source, rank_, bytes));
+  return true;
+}
+
+void CustomMem::Signal(int32_t peer, uint32_t phase, uint64_t epoch) {
+  const int target = ar_.peers_[static_cast<size_t>(peer)];
+  if (ctx_.faults != nullptr && target != rank_ && ctx_.faults->DropsFlag(rank_, target, epoch)) {
+    ar_.lost_.push_back({member_, peer, phase, epoch});
+    return;
+  }
+  SimCustomAllReduce::Member& m = ar_.members_[static_cast<size_t>(peer)];
+  SimCustomAllReduce::StoreFlags(m.flags[phase][static_cast<size_t>(member_)], 0, blocks_, epoch);
+  if (m.waiting && m.wait_phase == phase && m.wait_peer == member_) {
+    m.waiting = false;
+    ctx_.scheduler.Wake(ar_.peers_[static_cast<size_t>(peer)]);
+  }
+}
+
+bool CustomMem::WaitFlags(int32_t peer, uint32_t phase, uint64_t epoch) {
+  SimCustomAllReduce::Member& m = ar_.members_[static_cast<size_t>(member_)];
+  const int source = ar_.peers_[static_cast<size_t>(peer)];
+  while (
+      !SimCustomAllReduce::FlagsHold(m.flags[phase][static_cast<size_t>(peer)], blocks_, epoch)) {
+    m.waiting = true;
+    m.wait_phase = phase;
+    m.wait_peer = peer;
+    m.wait_epoch = epoch;
+    if (!ctx_.scheduler.Block(BlockReason{&ar_, member_, ctx_.Clock(rank_)})) {
+      m.waiting = false;
+      return false;
+    }
+  }
+  m.wait_peer = -1;
+  ctx_.AdvanceTo(rank_, ctx_.Clock(rank_) + ctx_.hardware.TransferNs(source, rank_, 0));
+  return true;
+}
+
+uint64_t CustomMem::NextEpoch() { return ++ar_.members_[static_cast<size_t>(member_)].epoch; }
+
+}  // namespace lockstep

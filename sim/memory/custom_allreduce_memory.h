@@ -1,0 +1,119 @@
+// The custom all-reduce (one node, peer-mapped staging buffers, per-block
+// flag barriers) in simulated memory, running kernels/protocol/block_barrier.h.
+
+#ifndef LOCKSTEP_SIM_MEMORY_CUSTOM_ALLREDUCE_MEMORY_H_
+#define LOCKSTEP_SIM_MEMORY_CUSTOM_ALLREDUCE_MEMORY_H_
+
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "dispatch/decision.h"
+#include "kernels/protocol/lamport.h"
+#include "kernels/protocol/memory_model.h"
+#include "sim/runtime/context.h"
+#include "sim/memory/data.h"
+
+namespace lockstep {
+
+class SimCustomAllReduce : public Waitable {
+ public:
+  SimCustomAllReduce(SimContext& ctx, std::string name, std::vector<int> peers);
+
+  const std::string& name() const { return name_; }
+  int MemberOf(int rank) const;
+  // Runs one custom all-reduce of `in` into `out` as `member`, launching
+  // `decision.blocks` thread blocks.
+  protocol::ProtocolStatus RunAllReduce(int member, const DecisionRecord& decision,
+                                        const SimTensor& in, SimTensor& out);
+
+  std::string DescribeWait(int rank, int64_t detail) const override;
+  std::vector<int> WaitsOn(int rank, int64_t detail) const override;
+  bool WaitsOnLostWrite(int rank, int64_t detail) const override;
+
+ private:
+  friend class CustomMem;
+  // A flag write a fault destroyed.
+  struct LostFlag {
+    int32_t writer;
+    int32_t target;
+    uint32_t phase;
+    uint64_t epoch;
+  };
+  // Flags of blocks [begin, end) hold `epoch`.
+  struct FlagRun {
+    int32_t begin;
+    int32_t end;
+    uint64_t epoch;
+  };
+  struct Member {
+    RunList staged;
+    uint64_t epoch = 0;
+    int32_t blocks = 0;  // grid of the call in progress
+    // flags[phase][writer]: what writer's blocks last stored here.
+    std::vector<std::vector<FlagRun>> flags[2];
+    bool waiting = false;
+    uint32_t wait_phase = 0;
+    int32_t wait_peer = -1;
+    uint64_t wait_epoch = 0;
+  };
+  static void StoreFlags(std::vector<FlagRun>& runs, int32_t begin, int32_t end, uint64_t epoch);
+  static bool FlagsHold(const std::vector<FlagRun>& runs, int32_t blocks, uint64_t epoch);
+
+  SimContext& ctx_;
+  std::string name_;
+  std::vector<int> peers_;
+  std::vector<Member> members_;
+  std::vector<LostFlag> lost_;
+};
+
+class CustomMem : public protocol::WholeRangeChunks {
+ public:
+  using Value = SimChunk;
+  using Acc = Accumulator;
+
+  CustomMem(SimCustomAllReduce& ar, int member, const SimTensor& in, SimTensor& out, int32_t blocks)
+      : ar_(ar),
+        ctx_(ar.ctx_),
+        member_(member),
+        rank_(ar.peers_[static_cast<size_t>(member)]),
+        in_(in),
+        out_(out),
+        blocks_(blocks) {}
+
+  Value LoadInput(int64_t pos, int64_t len) {
+    SimChunk c;
+    in_.runs.Read(pos, pos + len, c);
+    return c;
+  }
+  void Stage(int64_t pos, const Value& v);
+  bool LoadStaged(int32_t peer, int64_t pos, int64_t len, Value* out);
+  void Signal(int32_t peer, uint32_t phase, uint64_t epoch);
+  bool WaitFlags(int32_t peer, uint32_t phase, uint64_t epoch);
+  uint64_t NextEpoch();
+  Acc Zero() const { return Acc{}; }
+  void Add(Acc& acc, const Value& v) { AccumulatorAdd(ctx_, acc, v); }
+  Value Finish(const Acc& acc) { return AccumulatorFinish(ctx_, acc); }
+  void StoreOutput(int64_t pos, const Value& v) {
+    WriteChunk(out_.runs, pos, v, ctx_.Clock(rank_), rank_);
+  }
+  protocol::ProtocolStatus Failure() const {
+    protocol::ProtocolStatus s;
+    s.error = protocol::ProtocolError::kAborted;
+    return s;
+  }
+
+ private:
+  SimCustomAllReduce& ar_;
+  SimContext& ctx_;
+  int member_;
+  int rank_;
+  const SimTensor& in_;
+  SimTensor& out_;
+  int32_t blocks_;
+};
+
+}  // namespace lockstep
+
+#endif  // LOCKSTEP_SIM_MEMORY_CUSTOM_ALLREDUCE_MEMORY_H_

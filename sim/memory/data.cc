@@ -1,0 +1,348 @@
+#include "sim/memory/data.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "dispatch/stable_hash.h"
+#include "kernels/protocol/lamport.h"
+
+namespace lockstep {
+namespace {
+
+namespace proto = ::lockstep::protocol;
+
+uint8_t ScanFlags(const std::vector<uint32_t>& bits, proto::Elem e) {
+  uint8_t flags = 0;
+  for (uint32_t b : bits) {
+    if (b == proto::NegZeroBits(e)) flags |= kHasNegZero;
+    if ((b & proto::SignBit(e)) != 0 && proto::IsSubnormalBits(b, e)) flags |= kHasNegSubnormal;
+  }
+  return flags;
+}
+
+// Smallest negative subnormal of `e` with a few mantissa bits set.
+uint32_t NegativeSubnormal(proto::Elem e) { return proto::SignBit(e) | 0x3u; }
+
+}  // namespace
+
+std::vector<uint32_t> NumericInput(const SimContext& ctx, int rank, uint64_t instance,
+                                   int64_t elems, uint8_t flags) {
+  std::vector<uint32_t> bits(static_cast<size_t>(elems));
+  StableHasher base(ctx.seed);
+  base.Add(static_cast<uint64_t>(rank)).Add(instance);
+  const uint64_t stream = base.digest();
+  for (int64_t i = 0; i < elems; ++i) {
+    const uint64_t h = StableHasher::Mix(stream + static_cast<uint64_t>(i) * 0x9e3779b97f4a7c15ull);
+    // Uniform in [-1, 1) with 24 random bits, then rounded to the element type.
+    const float f = static_cast<float>(static_cast<double>(h >> 40) / 8388608.0 - 1.0);
+    bits[static_cast<size_t>(i)] = proto::FromFloat(f, ctx.elem);
+  }
+  // Injected element classes land at fixed, seed-independent places.
+  if ((flags & kHasNegZero) != 0 && elems > 0) bits[0] = proto::NegZeroBits(ctx.elem);
+  if ((flags & kHasNegSubnormal) != 0 && elems > 1) {
+    bits[static_cast<size_t>(elems / 2)] = NegativeSubnormal(ctx.elem);
+  }
+  return bits;
+}
+
+SimTensor MakeInput(SimContext& ctx, int rank, uint64_t instance, int64_t elems, uint8_t flags) {
+  SimTensor t;
+  t.elems = elems;
+  SimValue v;
+  v.key_sum = ContributionKey(rank, instance);
+  v.count = 1;
+  v.bits = v.key_sum;
+  v.flags = flags;
+  if (ctx.exact) v.exact = ctx.sets.Singleton(rank, instance);
+  if (ctx.numeric_mode) {
+    if (flags != 0) ctx.injected_input_flags[{rank, instance}] |= flags;
+    std::vector<uint32_t> bits = NumericInput(ctx, rank, instance, elems, flags);
+    v.flags = ScanFlags(bits, ctx.elem);
+    StableHasher h;
+    for (uint32_t b : bits) h.Add(b);
+    v.bits = h.digest();
+    v.numeric = ctx.numeric.Add(std::move(bits));
+  }
+  t.runs.Write(Run{0, elems, v, 0, ctx.Clock(rank), rank});
+  return t;
+}
+
+void AccumulatorAdd(SimContext& ctx, Accumulator& acc, const SimChunk& chunk) {
+  const bool first = acc.empty;
+  if (first) {
+    acc.empty = false;
+    acc.len = chunk.len;
+    acc.src = chunk.pieces.empty() ? 0 : chunk.pieces.front().src;
+    if (ctx.numeric_mode) acc.values.assign(static_cast<size_t>(chunk.len), 0.0f);
+  }
+  int64_t offset = 0;
+  for (const Piece& p : chunk.pieces) {
+    const SimValue& v = p.value;
+    acc.sum.key_sum += v.key_sum;
+    acc.sum.count += v.count;
+    if (ctx.exact) acc.sum.exact = ctx.sets.Merge(acc.sum.exact, v.exact);
+    acc.sum.bits =
+        StableHasher::Mix(acc.sum.bits * 0x9e3779b97f4a7c15ull + v.bits + (acc.fp32 ? 1u : 0u));
+    if ((v.flags & kShifted) != 0 || p.src != acc.src + offset) acc.sum.flags |= kShifted;
+    if (ctx.numeric_mode && v.numeric != 0) {
+      const std::vector<uint32_t>& bits = ctx.numeric.Get(v.numeric);
+      for (int64_t k = 0; k < p.len; ++k) {
+        const auto at = static_cast<size_t>(offset + k);
+        const float x =
+            proto::ToFloat(bits[static_cast<size_t>(p.src + k - v.numeric_base)], ctx.elem);
+        const float s = first ? x : acc.values[at] + x;
+        acc.values[at] = acc.fp32 ? s : proto::ToFloat(proto::FromFloat(s, ctx.elem), ctx.elem);
+      }
+    }
+    offset += p.len;
+  }
+  if (offset != chunk.len) acc.sum.flags |= kShifted;  // a gap in the chunk
+}
+
+SimChunk AccumulatorFinish(SimContext& ctx, const Accumulator& acc) {
+  SimChunk out;
+  SimValue v = acc.sum;
+  v.flags &= kShifted;
+  if (ctx.numeric_mode) {
+    std::vector<uint32_t> bits(acc.values.size());
+    for (size_t i = 0; i < bits.size(); ++i) bits[i] = proto::FromFloat(acc.values[i], ctx.elem);
+    v.flags |= ScanFlags(bits, ctx.elem);
+    v.numeric = ctx.numeric.Add(std::move(bits));
+    v.numeric_base = acc.src;
+  }
+  out.pieces.push_back(Piece{v, acc.src, acc.len});
+  out.len = acc.len;
+  return out;
+}
+
+void SanitizeChunk(SimContext& ctx, SimChunk& chunk) {
+  for (Piece& p : chunk.pieces) {
+    if ((p.value.flags & kHasNegZero) == 0) continue;
+    if (ctx.numeric_mode && p.value.numeric != 0) {
+      std::vector<uint32_t> bits(static_cast<size_t>(p.len));
+      const std::vector<uint32_t>& in = ctx.numeric.Get(p.value.numeric);
+      for (int64_t k = 0; k < p.len; ++k) {
+        bits[static_cast<size_t>(k)] = proto::SanitizeBits(
+            in[static_cast<size_t>(p.src + k - p.value.numeric_base)], ctx.elem);
+      }
+      p.value.flags = static_cast<uint8_t>((p.value.flags & kShifted) | ScanFlags(bits, ctx.elem));
+      p.value.numeric = ctx.numeric.Add(std::move(bits));
+      p.value.numeric_base = p.src;
+    } else {
+      p.value.flags = static_cast<uint8_t>(p.value.flags & ~kHasNegZero);
+    }
+  }
+}
+
+bool ChunkHasSentinel(const SimChunk& chunk, protocol::SentinelTest test, bool ftz) {
+  for (const Piece& p : chunk.pieces) {
+    if ((p.value.flags & kHasNegZero) != 0) return true;
+    if (test == protocol::SentinelTest::kZeroAndSignbit && ftz &&
+        (p.value.flags & kHasNegSubnormal) != 0) {
+      return true;
+    }
+  }
+  return false;
+}
+
+void WriteChunk(RunList& runs, int64_t pos, const SimChunk& chunk, int64_t ready_ns, int writer) {
+  int64_t at = pos;
+  for (const Piece& p : chunk.pieces) {
+    runs.Write(Run{at, at + p.len, p.value, p.src, ready_ns, writer});
+    at += p.len;
+  }
+}
+
+std::string RankRanges(std::span<const int> ranks) {
+  std::vector<std::string> parts;
+  for (size_t i = 0; i < ranks.size();) {
+    size_t j = i;
+    while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) ++j;
+    parts.push_back(j == i ? absl::StrFormat("%d", ranks[i])
+                           : absl::StrFormat("%d-%d", ranks[i], ranks[j]));
+    i = j + 1;
+  }
+  return absl::StrJoin(parts, ",");
+}
+
+uint64_t ReductionChecker::OutputDigest(const SimContext& ctx, const SimTensor& tensor) const {
+  StableHasher h;
+  for (const Run& r : tensor.runs.runs()) {
+    h.Add(r.value.bits ^ (static_cast<uint64_t>(r.begin) << 32) ^ static_cast<uint64_t>(r.end));
+    if (ctx.numeric_mode && r.value.numeric != 0) {
+      const std::vector<uint32_t>& bits = ctx.numeric.Get(r.value.numeric);
+      for (int64_t k = 0; k < r.end - r.begin; ++k) {
+        h.Add(bits[static_cast<size_t>(r.src + k - r.value.numeric_base)]);
+      }
+    }
+  }
+  return h.digest();
+}
+
+namespace {
+
+// Names the missing, extra and double-counted contributors (exact mode).
+nlohmann::json ExplainContributors(const SimContext& ctx, const SimValue& v,
+                                   std::span<const int> expected, uint64_t instance) {
+  std::vector<int> missing, extra, doubled, stale;
+  std::span<const Contribution> got = ctx.sets.Get(v.exact);
+  for (int r : expected) {
+    uint32_t n = 0;
+    for (const Contribution& c : got) {
+      if (c.rank == r && c.instance == instance) n += c.count;
+    }
+    if (n == 0) missing.push_back(r);
+    if (n > 1) doubled.push_back(r);
+  }
+  for (const Contribution& c : got) {
+    const bool member = std::find(expected.begin(), expected.end(), c.rank) != expected.end();
+    if (c.instance != instance) {
+      stale.push_back(c.rank);
+    } else if (!member) {
+      extra.push_back(c.rank);
+    }
+  }
+  for (auto* v2 : {&missing, &extra, &doubled, &stale}) {
+    std::sort(v2->begin(), v2->end());
+    v2->erase(std::unique(v2->begin(), v2->end()), v2->end());
+  }
+  return nlohmann::json{
+      {"missing", missing}, {"extra", extra}, {"double_counted", doubled}, {"stale", stale}};
+}
+
+std::string ContributorSummary(const nlohmann::json& c) {
+  std::vector<std::string> parts;
+  for (const char* key : {"missing", "extra", "double_counted", "stale"}) {
+    std::vector<int> ranks = c[key].get<std::vector<int>>();
+    if (!ranks.empty()) parts.push_back(absl::StrFormat("%s ranks %s", key, RankRanges(ranks)));
+  }
+  return absl::StrJoin(parts, "; ");
+}
+
+}  // namespace
+
+bool ReductionChecker::Check(SimContext& ctx, const ReductionCheck& c, const SimTensor& tensor) {
+  // Every member of the group checks the same (instance, group): the expected
+  // fingerprint is computed once, by the first, and dropped after the last.
+  auto [entry, fresh] =
+      agreements_.try_emplace(StableHasher::Mix(c.instance * 0x9e3779b97f4a7c15u ^ c.group_key));
+  Agreement& agreement = entry->second;
+  if (fresh) {
+    for (int r : c.expected) agreement.expected_sum += ContributionKey(r, c.instance);
+  }
+  const uint64_t expected_sum = agreement.expected_sum;
+  const auto expected_count = static_cast<uint32_t>(c.expected.size());
+
+  if (!tensor.runs.Covered(0, c.elems)) {
+    ctx.Report(Finding{Verdict::kMismatch,
+                       absl::StrFormat("rank %d %s: output has elements no reduction wrote "
+                                       "(first at %d)",
+                                       c.rank, c.site.ToString(), tensor.runs.FirstGap(0, c.elems)),
+                       {{"site", c.site.ToString()}, {"rank", c.rank}},
+                       c.rank,
+                       ctx.Clock(c.rank)});
+    return false;
+  }
+  for (const Run& run : tensor.runs.runs()) {
+    if (run.begin >= c.elems) break;
+    const SimValue& v = run.value;
+    if ((v.flags & kShifted) != 0 || run.src != run.begin) {
+      ctx.Report(Finding{
+          Verdict::kMismatch,
+          absl::StrFormat("rank %d %s: elements [%d,%d) hold data written for other offsets: "
+                          "ranks disagreed on the message layout",
+                          c.rank, c.site.ToString(), run.begin, run.end),
+          {{"site", c.site.ToString()}, {"rank", c.rank}, {"elements", {run.begin, run.end}}},
+          c.rank,
+          ctx.Clock(c.rank)});
+      return false;
+    }
+    if (v.key_sum != expected_sum || v.count != expected_count) {
+      nlohmann::json details = {{"site", c.site.ToString()},
+                                {"rank", c.rank},
+                                {"instance", c.instance},
+                                {"expected", c.expected},
+                                {"contributions", v.count}};
+      std::string who;
+      if (ctx.exact) {
+        details["contributors"] = ExplainContributors(ctx, v, c.expected, c.instance);
+        who = ContributorSummary(details["contributors"]);
+      } else {
+        ctx.needs_exact_rerun = true;
+      }
+      ctx.Report(Finding{Verdict::kWrongPeer,
+                         absl::StrFormat("rank %d %s: reduced %d contributions, expected ranks %s "
+                                         "once each%s%s",
+                                         c.rank, c.site.ToString(), v.count, RankRanges(c.expected),
+                                         who.empty() ? "" : ": ", who),
+                         details, c.rank, ctx.Clock(c.rank)});
+      return false;
+    }
+  }
+
+  if (ctx.numeric_mode) {
+    // Against a double-precision reference: |out - ref| <= n * eps * sum|x| + tiny.
+    const double eps = ctx.elem == protocol::Elem::kFp32   ? 1.2e-7
+                       : ctx.elem == protocol::Elem::kBf16 ? 7.9e-3
+                                                           : 9.8e-4;
+    std::vector<double> ref(static_cast<size_t>(c.elems), 0.0), mag(ref.size(), 0.0);
+    for (int r : c.expected) {
+      const auto injected = ctx.injected_input_flags.find({r, c.instance});
+      const uint8_t flags = injected == ctx.injected_input_flags.end() ? 0 : injected->second;
+      std::vector<uint32_t> in = NumericInput(ctx, r, c.instance, c.elems, flags);
+      for (size_t i = 0; i < in.size(); ++i) {
+        const double x = static_cast<double>(protocol::ToFloat(in[i], ctx.elem));
+        ref[i] += x;
+        mag[i] += std::fabs(x);
+      }
+    }
+    for (const Run& run : tensor.runs.runs()) {
+      if (run.value.numeric == 0) continue;
+      const std::vector<uint32_t>& bits = ctx.numeric.Get(run.value.numeric);
+      for (int64_t e = run.begin; e < std::min(run.end, c.elems); ++e) {
+        const double got = static_cast<double>(protocol::ToFloat(
+            bits[static_cast<size_t>(run.src + (e - run.begin) - run.value.numeric_base)],
+            ctx.elem));
+        const double want = ref[static_cast<size_t>(e)];
+        const double tol =
+            static_cast<double>(c.expected.size()) * eps * mag[static_cast<size_t>(e)] + 1e-30;
+        if (!(std::fabs(got - want) <= tol)) {
+          ctx.Report(Finding{Verdict::kDivergence,
+                             absl::StrFormat("rank %d %s: element %d = %.8g, reference %.8g "
+                                             "(tolerance %.3g)",
+                                             c.rank, c.site.ToString(), e, got, want, tol),
+                             {{"site", c.site.ToString()},
+                              {"rank", c.rank},
+                              {"element", e},
+                              {"got", got},
+                              {"reference", want}},
+                             c.rank,
+                             ctx.Clock(c.rank)});
+          return false;
+        }
+      }
+    }
+  }
+
+  const uint64_t digest = OutputDigest(ctx, tensor);
+  if (agreement.rank < 0) {
+    agreement.digest = digest;
+    agreement.rank = c.rank;
+  } else if (agreement.digest != digest) {
+    ctx.Report(
+        Finding{Verdict::kDivergence,
+                absl::StrFormat("rank %d %s: result differs bitwise from rank %d's, though "
+                                "both reduced ranks %s",
+                                c.rank, c.site.ToString(), agreement.rank, RankRanges(c.expected)),
+                {{"site", c.site.ToString()}, {"rank", c.rank}, {"other_rank", agreement.rank}},
+                c.rank,
+                ctx.Clock(c.rank)});
+    return false;
+  }
+  if (++agreement.checked == c.expected.size()) agreements_.erase(entry);
+  return true;
+}
+
+}  // namespace lockstep

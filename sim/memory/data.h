@@ -1,0 +1,93 @@
+// Rank data in the simulator: tensors as run lists, deterministic inputs,
+// the arithmetic the protocols do on them, and the checks applied where a
+// reduced value is consumed.
+
+#ifndef LOCKSTEP_SIM_MEMORY_DATA_H_
+#define LOCKSTEP_SIM_MEMORY_DATA_H_
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "kernels/protocol/lamport.h"
+#include "sim/runtime/context.h"
+#include "sim/memory/run_list.h"
+#include "sim/replica/site.h"
+
+namespace lockstep {
+
+// The payload behind a simulated Tensor's `data` pointer.
+struct SimTensor {
+  RunList runs;
+  int64_t elems = 0;
+};
+
+// Rank `rank`'s contribution at call instance `instance`: `elems` elements.
+// `flags` adds element classes an injected fault put in the data (−0,
+// negative subnormals); in numeric mode they are real elements.
+SimTensor MakeInput(SimContext& ctx, int rank, uint64_t instance, int64_t elems, uint8_t flags);
+
+// The numeric input of (rank, instance), regenerated (pure function of the
+// seed): the reference the checks sum in double precision.
+std::vector<uint32_t> NumericInput(const SimContext& ctx, int rank, uint64_t instance,
+                                   int64_t elems, uint8_t flags);
+
+// A running sum of chunks of one element range, in the order added.
+struct Accumulator {
+  bool empty = true;
+  bool fp32 = false;  // accumulate in fp32 (else round to the element type per add)
+  SimValue sum;
+  int64_t src = 0;
+  int64_t len = 0;
+  std::vector<float> values;  // numeric mode
+};
+
+void AccumulatorAdd(SimContext& ctx, Accumulator& acc, const SimChunk& chunk);
+SimChunk AccumulatorFinish(SimContext& ctx, const Accumulator& acc);
+
+// Rewrites −0 elements to +0 (protocol::SanitizeBits) in every piece.
+void SanitizeChunk(SimContext& ctx, SimChunk& chunk);
+
+// Whether any element of `chunk` reads as the sentinel under `test`.
+bool ChunkHasSentinel(const SimChunk& chunk, protocol::SentinelTest test, bool ftz);
+
+// Writes `chunk` into `runs` at [pos, pos + chunk.len).
+void WriteChunk(RunList& runs, int64_t pos, const SimChunk& chunk, int64_t ready_ns, int writer);
+
+// The check at a consumption point: `tensor` must hold, on every element, the
+// sum over `expected` of their contributions at `instance`, bitwise equal to
+// what the other members of `group_key` got. Reports a Finding (wrong_peer,
+// mismatch or divergence) and returns false otherwise.
+struct ReductionCheck {
+  int rank;
+  SiteRef site;
+  uint64_t instance;
+  std::span<const int> expected;
+  uint64_t group_key;  // identifies the members that must agree bitwise
+  int64_t elems;
+};
+class ReductionChecker {
+ public:
+  bool Check(SimContext& ctx, const ReductionCheck& check, const SimTensor& tensor);
+
+ private:
+  struct Agreement {
+    uint64_t expected_sum;  // sum of the expected contribution keys
+    uint64_t digest = 0;    // the first member's output digest
+    int rank = -1;          // that member
+    size_t checked = 0;
+  };
+  // (instance, group_key) -> the first member's output digest; erased once
+  // every expected member has checked in.
+  absl::flat_hash_map<uint64_t, Agreement> agreements_;  // key: Mix(instance, group)
+  uint64_t OutputDigest(const SimContext& ctx, const SimTensor& tensor) const;
+};
+
+// "0-2,4-7" for a sorted rank list.
+std::string RankRanges(std::span<const int> ranks);
+
+}  // namespace lockstep
+
+#endif  // LOCKSTEP_SIM_MEMORY_DATA_H_

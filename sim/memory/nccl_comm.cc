@@ -1,0 +1,182 @@
+#include "sim/memory/nccl_comm.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+
+namespace lockstep {
+
+std::string_view CollectiveOpName(CollectiveOp op) {
+  return op == CollectiveOp::kAllReduce ? "all_reduce" : "all_gather";
+}
+
+SimComm::SimComm(SimContext& ctx, std::string name, std::vector<int> ranks)
+    : ctx_(ctx),
+      name_(std::move(name)),
+      ranks_(std::move(ranks)),
+      worst_hop_(ctx_.hardware.WorstHop(ranks_)),
+      posts_(ranks_.size()),
+      next_seq_(ranks_.size(), 0),
+      gathered_for_(ranks_.size()) {}
+
+int SimComm::MemberOf(int rank) const {
+  auto it = std::find(ranks_.begin(), ranks_.end(), rank);
+  return it == ranks_.end() ? -1 : static_cast<int>(it - ranks_.begin());
+}
+
+void SimComm::Arrive(int member, const Post& post) {
+  // A rank resumed only to shut down must not post: its buffers are about to go.
+  if (ctx_.scheduler.shutting_down()) return;
+  const auto m = static_cast<size_t>(member);
+  const uint64_t seq = next_seq_[m]++;
+  pending_seq_ = seq;
+  posts_[m] = post;
+  posts_[m].posted = true;
+  posts_[m].arrival_ns = ctx_.Clock(ranks_[m]);
+  if (++posted_ == static_cast<int>(ranks_.size())) {
+    Complete();
+    return;
+  }
+  if (!ctx_.scheduler.Block(BlockReason{this, member, ctx_.Clock(ranks_[m])})) {
+    // Shutting down: withdraw the post, whose tensors live in this frame.
+    posts_[m].posted = false;
+    --posted_;
+  }
+}
+
+void SimComm::Complete() {
+  // Contracts must agree, as NCCL assumes without checking.
+  const CollectiveContract& first = posts_.front().contract;
+  for (size_t m = 1; m < posts_.size(); ++m) {
+    if (posts_[m].contract == first) continue;
+    nlohmann::json calls = nlohmann::json::array();
+    for (size_t k = 0; k < posts_.size(); ++k) {
+      const CollectiveContract& c = posts_[k].contract;
+      calls.push_back({{"rank", ranks_[k]},
+                       {"op", std::string(CollectiveOpName(c.op))},
+                       {"count", c.count},
+                       {"dtype", std::string(DTypeName(c.dtype))}});
+    }
+    ctx_.Report(Finding{
+        Verdict::kMismatch,
+        absl::StrFormat("NCCL %s call %d: rank %d posted %s of %d %s, rank %d posted %s of %d %s",
+                        name_, pending_seq_, ranks_[0], CollectiveOpName(first.op), first.count,
+                        DTypeName(first.dtype), ranks_[m], CollectiveOpName(posts_[m].contract.op),
+                        posts_[m].contract.count, DTypeName(posts_[m].contract.dtype)),
+        {{"communicator", name_}, {"seq", pending_seq_}, {"calls", calls}},
+        ranks_[m],
+        posts_[m].arrival_ns});
+    return;
+  }
+  int64_t start = 0;
+  for (const Post& p : posts_) start = std::max(start, p.arrival_ns);
+  const int64_t bytes = first.count * DTypeSize(first.dtype);
+  const int64_t done = start + ctx_.hardware.RingAllReduceNs(ranks_.size(), worst_hop_, bytes);
+
+  if (first.op == CollectiveOp::kAllReduce) {
+    Accumulator acc;
+    // NCCL adds in the element type, in one fixed order for every member.
+    SimChunk chunk;
+    for (const Post& p : posts_) {
+      chunk.pieces.clear();
+      p.in->runs.Read(0, first.count, chunk);
+      AccumulatorAdd(ctx_, acc, chunk);
+    }
+    const SimChunk sum = AccumulatorFinish(ctx_, acc);
+    for (size_t m = 0; m < posts_.size(); ++m) {
+      posts_[m].out->runs.Reset();
+      posts_[m].out->elems = first.count;
+      WriteChunk(posts_[m].out->runs, 0, sum, done, ranks_[m]);
+    }
+  } else {
+    gathered_.clear();
+    for (const Post& p : posts_) gathered_.push_back(p.value);
+    for (auto& g : gathered_for_) g = gathered_;
+  }
+  for (size_t m = 0; m < posts_.size(); ++m) {
+    ctx_.AdvanceTo(ranks_[m], done);
+    posts_[m].posted = false;
+    ctx_.scheduler.Wake(ranks_[m]);
+  }
+  posted_ = 0;
+}
+
+void SimComm::AllReduce(int member, DType dtype, const SimTensor& in, SimTensor& out) {
+  Post p;
+  p.contract = {CollectiveOp::kAllReduce, in.elems, dtype, -1};
+  p.in = &in;
+  p.out = &out;
+  Arrive(member, p);
+}
+
+std::vector<int64_t> SimComm::AllGather(int member, int64_t value) {
+  Post p;
+  p.contract = {CollectiveOp::kAllGather, 1, DType::kFp32, -1};
+  p.value = value;
+  Arrive(member, p);
+  return gathered_for_[static_cast<size_t>(member)];
+}
+
+std::string SimComm::DescribeWait(int rank, int64_t detail) const {
+  std::vector<int> missing;
+  for (size_t m = 0; m < posts_.size(); ++m) {
+    if (!posts_[m].posted) missing.push_back(ranks_[m]);
+  }
+  const Post& p = posts_[static_cast<size_t>(detail)];
+  return absl::StrFormat("rank %d waits in NCCL %s on %s call %d (%s of %d %s) for ranks %s", rank,
+                         CollectiveOpName(p.contract.op), name_,
+                         next_seq_[static_cast<size_t>(detail)] - 1,
+                         CollectiveOpName(p.contract.op), p.contract.count,
+                         DTypeName(p.contract.dtype), absl::StrJoin(missing, ","));
+}
+
+std::vector<int> SimComm::WaitsOn(int, int64_t) const {
+  std::vector<int> missing;
+  for (size_t m = 0; m < posts_.size(); ++m) {
+    if (!posts_[m].posted) missing.push_back(ranks_[m]);
+  }
+  return missing;
+}
+
+SimMailbox::SimMailbox(SimContext& ctx, int world)
+    : ctx_(ctx), world_(world), waiting_on_(static_cast<size_t>(world), -1) {}
+
+void SimMailbox::Send(int from, int to, int64_t count) {
+  const uint64_t key =
+      static_cast<uint64_t>(from) * static_cast<uint64_t>(world_) + static_cast<uint64_t>(to);
+  const int64_t ready = ctx_.Clock(from) + ctx_.hardware.TransferNs(from, to, count * 2);
+  queues_[key].push_back({count, ready});
+  if (waiting_on_[static_cast<size_t>(to)] == from) {
+    waiting_on_[static_cast<size_t>(to)] = -1;
+    ctx_.scheduler.Wake(to);
+  }
+}
+
+int64_t SimMailbox::Recv(int to, int from) {
+  const uint64_t key =
+      static_cast<uint64_t>(from) * static_cast<uint64_t>(world_) + static_cast<uint64_t>(to);
+  // Looked up afresh after every wait: other ranks' sends may rehash the map.
+  while (queues_[key].empty()) {
+    waiting_on_[static_cast<size_t>(to)] = from;
+    if (!ctx_.scheduler.Block(BlockReason{this, from, ctx_.Clock(to)})) return -1;
+  }
+  std::deque<Message>& queue = queues_[key];
+  const Message m = queue.front();
+  queue.pop_front();
+  ctx_.AdvanceTo(to, m.ready_ns);
+  return m.count;
+}
+
+std::string SimMailbox::DescribeWait(int rank, int64_t detail) const {
+  return absl::StrFormat(
+      "rank %d waits in NCCL recv for the activations of rank %d (previous "
+      "pipeline stage)",
+      rank, detail);
+}
+
+std::vector<int> SimMailbox::WaitsOn(int, int64_t detail) const {
+  return {static_cast<int>(detail)};
+}
+
+}  // namespace lockstep

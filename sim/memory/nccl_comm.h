@@ -1,0 +1,101 @@
+// Simulated NCCL: one communicator per group instance. Calls are matched by
+// sequence number, as NCCL matches them; the contracts of matched calls (op,
+// count, dtype, root) are compared, and the result is computed only when
+// every member has arrived.
+
+#ifndef LOCKSTEP_SIM_MEMORY_NCCL_COMM_H_
+#define LOCKSTEP_SIM_MEMORY_NCCL_COMM_H_
+
+#include <cstdint>
+#include <deque>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "dispatch/dtype.h"
+#include "sim/runtime/context.h"
+#include "sim/memory/data.h"
+
+namespace lockstep {
+
+enum class CollectiveOp : uint8_t { kAllReduce, kAllGather };
+std::string_view CollectiveOpName(CollectiveOp op);
+
+struct CollectiveContract {
+  CollectiveOp op = CollectiveOp::kAllReduce;
+  int64_t count = 0;
+  DType dtype = DType::kBf16;
+  int root = -1;
+  friend bool operator==(const CollectiveContract&, const CollectiveContract&) = default;
+};
+
+class SimComm : public Waitable {
+ public:
+  SimComm(SimContext& ctx, std::string name, std::vector<int> ranks);
+
+  const std::string& name() const { return name_; }
+  const std::vector<int>& ranks() const { return ranks_; }
+  int MemberOf(int rank) const;
+
+  // Blocking sum of every member's `in` into `out` (ring order: every member
+  // gets the same bits).
+  void AllReduce(int member, DType dtype, const SimTensor& in, SimTensor& out);
+  // Blocking all-gather of one integer per member.
+  std::vector<int64_t> AllGather(int member, int64_t value);
+
+  std::string DescribeWait(int rank, int64_t detail) const override;
+  std::vector<int> WaitsOn(int rank, int64_t detail) const override;
+
+ private:
+  struct Post {
+    bool posted = false;
+    CollectiveContract contract;
+    const SimTensor* in = nullptr;
+    SimTensor* out = nullptr;
+    int64_t value = 0;
+    int64_t arrival_ns = 0;
+  };
+  // Posts the member's call; returns once the collective completed.
+  void Arrive(int member, const Post& post);
+  void Complete();
+
+  SimContext& ctx_;
+  std::string name_;
+  std::vector<int> ranks_;
+  HopClass worst_hop_;
+  std::vector<Post> posts_;
+  std::vector<uint64_t> next_seq_;  // per member
+  uint64_t pending_seq_ = 0;
+  int posted_ = 0;
+  std::vector<int64_t> gathered_;
+  std::vector<std::vector<int64_t>> gathered_for_;  // per member, copied at completion
+};
+
+// Point-to-point messages between pipeline stages (NCCL send/recv): eager
+// sends, blocking receives, matched in order per (source, destination).
+class SimMailbox : public Waitable {
+ public:
+  SimMailbox(SimContext& ctx, int world);
+  void Send(int from, int to, int64_t count);
+  // Blocks until the next message from `from` arrives; returns its count, or
+  // -1 if the run shut down first.
+  int64_t Recv(int to, int from);
+
+  std::string DescribeWait(int rank, int64_t detail) const override;
+  std::vector<int> WaitsOn(int rank, int64_t detail) const override;
+
+ private:
+  struct Message {
+    int64_t count;
+    int64_t ready_ns;
+  };
+  SimContext& ctx_;
+  int world_;
+  // Keyed by from * world + to.
+  absl::flat_hash_map<uint64_t, std::deque<Message>> queues_;
+  std::vector<int> waiting_on_;  // per rank: source it waits for, or -1
+};
+
+}  // namespace lockstep
+
+#endif  // LOCKSTEP_SIM_MEMORY_NCCL_COMM_H_

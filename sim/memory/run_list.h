@@ -1,0 +1,52 @@
+// Simulated memory as a sorted list of runs: each run is a range of elements
+// holding one SimValue (or, outside every run, the −0 sentinel). Ranks that
+// agree on layouts write and read whole runs; ranks that disagree split and
+// overlap them, and the reader sees exactly the mixture it would on a GPU.
+
+#ifndef LOCKSTEP_SIM_MEMORY_RUN_LIST_H_
+#define LOCKSTEP_SIM_MEMORY_RUN_LIST_H_
+
+#include <cstdint>
+
+#include "absl/container/inlined_vector.h"
+#include "sim/memory/value.h"
+
+namespace lockstep {
+
+struct Run {
+  int64_t begin = 0;
+  int64_t end = 0;
+  SimValue value;
+  int64_t src = 0;       // element of `value` stored at `begin`
+  int64_t ready_ns = 0;  // virtual time the write lands
+  int32_t writer = -1;   // global rank that wrote it
+};
+
+class RunList {
+ public:
+  using Runs = absl::InlinedVector<Run, 1>;
+
+  // Stores `run`, overwriting whatever overlapped it.
+  void Write(const Run& run);
+  // Returns [begin, end) to the sentinel.
+  void Clear(int64_t begin, int64_t end);
+  // Whether [begin, end) is entirely covered by runs.
+  bool Covered(int64_t begin, int64_t end) const { return FirstGap(begin, end) == end; }
+  // Appends the pieces covering [begin, end) to `out` (gaps are skipped) and
+  // returns whether they cover it entirely; `*ready_ns` gets the latest
+  // ready time among them.
+  bool Read(int64_t begin, int64_t end, SimChunk& out, int64_t* ready_ns = nullptr) const;
+  // The first element of [begin, end) not covered by a run, or `end`.
+  int64_t FirstGap(int64_t begin, int64_t end) const;
+  void Reset() { runs_.clear(); }
+  const Runs& runs() const { return runs_; }
+
+ private:
+  // Index of the first run whose end > pos.
+  size_t FirstEndingAfter(int64_t pos) const;
+  Runs runs_;
+};
+
+}  // namespace lockstep
+
+#endif  // LOCKSTEP_SIM_MEMORY_RUN_LIST_H_

@@ -1,0 +1,171 @@
+#include "sim/memory/workspace_memory.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_format.h"
+#include "kernels/protocol/one_shot.h"
+#include "kernels/protocol/two_shot.h"
+
+namespace lockstep {
+
+SimWorkspace::SimWorkspace(SimContext& ctx, std::string name, WorkspaceKind kind,
+                           std::vector<int> peers, GroupId group, WorkspaceCapacity capacity)
+    : ctx_(ctx),
+      name_(std::move(name)),
+      kind_(kind),
+      peers_(std::move(peers)),
+      group_(group),
+      capacity_(capacity),
+      members_(peers_.size()) {
+  for (int from : peers_) {
+    for (int to : peers_) hop_.push_back(&ctx.hardware.Spec(ctx.hardware.Hop(from, to)));
+  }
+}
+
+int SimWorkspace::MemberOf(int rank) const {
+  auto it = std::find(peers_.begin(), peers_.end(), rank);
+  return it == peers_.end() ? -1 : static_cast<int>(it - peers_.begin());
+}
+
+protocol::ProtocolStatus SimWorkspace::RunAllReduce(int member, const DecisionRecord& d,
+                                                    const SimTensor& in, SimTensor& out) {
+  const protocol::SentinelTest sentinel = (d.kernel_flags & kExactSentinel) != 0
+                                              ? protocol::SentinelTest::kExactBits
+                                              : protocol::SentinelTest::kZeroAndSignbit;
+  LamportMem mem(*this, member, in, out, d.fp32_acc, sentinel);
+  protocol::AllReduceArgs args;
+  args.rank = member;
+  args.world = static_cast<int32_t>(peers_.size());
+  args.elems = in.elems;
+  args.elem = ctx_.elem;
+  args.sentinel = sentinel;
+  args.ftz = ctx_.scenario.workload.ftz || (ctx_.faults != nullptr && ctx_.faults->ForcesFtz());
+  args.sanitize = (d.kernel_flags & kSanitizeInputs) != 0;
+  args.verify_clear = (d.kernel_flags & kVerifyClear) != 0;
+  out.elems = in.elems;
+  return d.algorithm == Algorithm::kTwoShot ? protocol::TwoShotAllReduce(mem, args)
+                                            : protocol::OneShotAllReduce(mem, args);
+}
+
+void SimWorkspace::Rebind(std::vector<int> peers, GroupId group, uint32_t generation) {
+  peers_ = std::move(peers);
+  group_ = group;
+  generation_ = generation;
+  members_.assign(peers_.size(), Member{});
+  hop_.clear();
+  for (int from : peers_) {
+    for (int to : peers_) hop_.push_back(&ctx_.hardware.Spec(ctx_.hardware.Hop(from, to)));
+  }
+}
+
+bool SimWorkspace::WaitsOnLostWrite(int, int64_t detail) const {
+  const Member& m = members_[static_cast<size_t>(detail)];
+  if (m.waiter.writer < 0) return false;
+  for (const LostWrite& w : lost_) {
+    if (w.target == static_cast<int32_t>(detail) && w.writer == m.waiter.writer &&
+        w.epoch == m.state.calls + 1) {
+      return true;
+    }
+  }
+  return false;
+}
+
+std::string SimWorkspace::DescribeWait(int rank, int64_t detail) const {
+  const Member& m = members_[static_cast<size_t>(detail)];
+  const Waiter& w = m.waiter;
+  const int writer = w.writer >= 0 ? peers_[static_cast<size_t>(w.writer)] : -1;
+  return absl::StrFormat(
+      "rank %d polls fused workspace %s buffer %d, elements [%d,%d), for the push of rank %d "
+      "(call %d on this workspace)",
+      rank, name_, w.buffer, w.offset, w.offset + w.len, writer, m.state.calls + 1);
+}
+
+std::vector<int> SimWorkspace::WaitsOn(int, int64_t detail) const {
+  const Waiter& w = members_[static_cast<size_t>(detail)].waiter;
+  if (w.writer < 0) return {};
+  return {peers_[static_cast<size_t>(w.writer)]};
+}
+
+void LamportMem::Clear(uint32_t buffer, int64_t offset, int64_t len) {
+  if (ctx_.faults != nullptr && ctx_.faults->DropsClear(rank_, epoch_)) return;
+  ws_.members_[static_cast<size_t>(member_)].buffers[buffer].Clear(offset, offset + len);
+}
+
+bool LamportMem::VerifyCleared(uint32_t buffer, int64_t offset, int64_t len) {
+  SimChunk left;
+  int64_t ready = 0;
+  ws_.members_[static_cast<size_t>(member_)].buffers[buffer].Read(offset, offset + len, left,
+                                                                  &ready);
+  if (left.pieces.empty()) return true;
+  failure_ = protocol::ProtocolStatus{protocol::ProtocolError::kClearFailed, -1, buffer, offset};
+  return false;
+}
+
+LamportMem::Value LamportMem::LoadInput(int64_t pos, int64_t len) {
+  SimChunk chunk;
+  in_.runs.Read(pos, pos + len, chunk);
+  return chunk;
+}
+
+void LamportMem::Push(int32_t peer, uint32_t buffer, int64_t offset, const Value& v) {
+  const int target = ws_.peers_[static_cast<size_t>(peer)];
+  const int64_t bytes = v.len * protocol::ElemBytes(ctx_.elem);
+  int64_t ready = ctx_.Clock(rank_);
+  if (target != rank_) {
+    const HopSpec& hop =
+        *ws_.hop_[static_cast<size_t>(member_) * ws_.peers_.size() + static_cast<size_t>(peer)];
+    ready += static_cast<int64_t>(hop.latency_us * 1e3 +
+                                  static_cast<double>(bytes) / hop.bandwidth_gbps + 0.5);
+    if (ctx_.faults != nullptr) {
+      if (ctx_.faults->DropsPush(rank_, target, epoch_)) {
+        ws_.lost_.push_back({member_, peer, epoch_});
+        return;
+      }
+      if (const int delay = ctx_.faults->DelaysPush(rank_, target, epoch_); delay > 0) {
+        // The store lands after `delay` more scheduling steps.
+        SimWorkspace* ws = &ws_;
+        const int writer = rank_;
+        ctx_.Defer(static_cast<uint64_t>(delay), [ws, writer, peer, buffer, offset, v, ready] {
+          ws->Store(writer, peer, buffer, offset, v, ready);
+        });
+        return;
+      }
+    }
+  }
+  ws_.Store(rank_, peer, buffer, offset, v, ready);
+}
+
+void SimWorkspace::Store(int writer, int32_t peer, uint32_t buffer, int64_t offset,
+                         const SimChunk& v, int64_t ready_ns) {
+  Member& m = members_[static_cast<size_t>(peer)];
+  int64_t at = offset;
+  for (const Piece& p : v.pieces) {
+    m.buffers[buffer].Write(Run{at, at + p.len, p.value, p.src, ready_ns, writer});
+    at += p.len;
+  }
+  Waiter& w = m.waiter;
+  if (w.active && w.buffer == buffer && offset < w.offset + w.len && w.offset < offset + v.len) {
+    w.active = false;
+    ctx_.scheduler.Wake(peers_[static_cast<size_t>(peer)]);
+  }
+}
+
+bool LamportMem::Wait(uint32_t buffer, int64_t offset, int64_t len, int32_t writer, Value* out) {
+  SimWorkspace::Member& m = ws_.members_[static_cast<size_t>(member_)];
+  LamportBuffer& runs = m.buffers[buffer];
+  while (true) {
+    out->pieces.clear();
+    int64_t ready = 0;
+    if (runs.Read(offset, offset + len, *out, &ready) && !ChunkHasSentinel(*out, sentinel_, ftz_)) {
+      ctx_.AdvanceTo(rank_, ready);
+      return true;
+    }
+    m.waiter = SimWorkspace::Waiter{true, buffer, offset, len, writer};
+    if (!ctx_.scheduler.Block(BlockReason{&ws_, member_, ctx_.Clock(rank_)})) {
+      m.waiter.active = false;
+      return false;  // the run is shutting down: abandon the protocol
+    }
+  }
+}
+
+}  // namespace lockstep

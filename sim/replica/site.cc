@@ -1,0 +1,36 @@
+#include "sim/replica/site.h"
+
+#include "absl/strings/str_format.h"
+
+namespace lockstep {
+
+std::string_view SiteKindName(SiteKind kind) {
+  switch (kind) {
+    case SiteKind::kEmbedding:
+      return "embedding";
+    case SiteKind::kAttnOut:
+      return "attn_out";
+    case SiteKind::kDenseMlp:
+      return "dense_mlp";
+    case SiteKind::kMoe:
+      return "moe";
+    case SiteKind::kMoeDeferred:
+      return "moe_deferred";
+    case SiteKind::kMoeFlush:
+      return "moe_flush";
+    case SiteKind::kMoeReplicated:
+      return "moe_replicated";
+    case SiteKind::kDraftProjection:
+      return "draft_projection";
+    case SiteKind::kDpGather:
+      return "dp_gather";
+  }
+  return "?";
+}
+
+std::string SiteRef::ToString() const {
+  if (layer < 0) return absl::StrFormat("step %d %s", step, SiteKindName(kind));
+  return absl::StrFormat("step %d layer %d %s", step, layer, SiteKindName(kind));
+}
+
+}  // namespace lockstep

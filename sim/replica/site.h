@@ -1,0 +1,44 @@
+// The places in a forward step where a rank all-reduces.
+
+#ifndef LOCKSTEP_SIM_REPLICA_SITE_H_
+#define LOCKSTEP_SIM_REPLICA_SITE_H_
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace lockstep {
+
+enum class SiteKind : uint8_t {
+  kEmbedding,        // vocab-parallel embedding output (3-D: must fall back)
+  kAttnOut,          // attention output projection (RowParallelLinear), maybe fused with the norm
+  kDenseMlp,         // dense MLP down projection (RowParallelLinear)
+  kMoe,              // post-experts reduction (one stage of the plan)
+  kMoeDeferred,      // post-experts reduction fused into the next layer's AR + norm
+  kMoeFlush,         // post-experts reduction flushed at a pipeline-stage boundary
+  kMoeReplicated,    // a second reduction of the already-replicated MoE output
+  kDraftProjection,  // speculative draft model projection
+  kDpGather,         // DP-attention token-count all-gather
+};
+
+std::string_view SiteKindName(SiteKind kind);
+
+// Where a call happened: step, layer (-1: outside the layers) and site.
+struct SiteRef {
+  int32_t step = 0;
+  int32_t layer = -1;
+  SiteKind kind = SiteKind::kAttnOut;
+  uint8_t part = 0;  // which reduction of a multi-group plan
+
+  // "step 0 layer 3 moe" style.
+  std::string ToString() const;
+  // The identity of this site's contributions, the same on every rank.
+  uint64_t Instance() const {
+    return (static_cast<uint64_t>(step) << 32) | (static_cast<uint64_t>(layer + 1) << 8) |
+           static_cast<uint64_t>(kind);
+  }
+};
+
+}  // namespace lockstep
+
+#endif  // LOCKSTEP_SIM_REPLICA_SITE_H_

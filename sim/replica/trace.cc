@@ -1,0 +1,86 @@
+#include "sim/replica/trace.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_format.h"
+
+namespace lockstep {
+
+void Trace::Add(const TraceEvent& e) {
+  // Small fields packed into words: this runs once per call of every rank.
+  const uint64_t kinds =
+      static_cast<uint64_t>(e.backend) | static_cast<uint64_t>(e.algorithm) << 8 |
+      static_cast<uint64_t>(e.site.part) << 16 | static_cast<uint64_t>(e.failed) << 24 |
+      static_cast<uint64_t>(static_cast<uint32_t>(e.object)) << 32;
+  // Multiply-xor over the words (FNV-1a on 64-bit words): cheap enough for
+  // every call of every rank, and the same on every machine.
+  for (uint64_t word :
+       {(static_cast<uint64_t>(static_cast<uint32_t>(e.rank)) << 32) | e.group.value,
+        e.site.Instance() ^ (e.seq << 40), kinds ^ (static_cast<uint64_t>(e.tokens) << 40),
+        static_cast<uint64_t>(e.begin_ns), static_cast<uint64_t>(e.end_ns)}) {
+    hash_ = (hash_ ^ word) * 0x100000001b3ull;
+    hash_ ^= hash_ >> 29;
+  }
+  ++count_;
+  if (keep_) events_.push_back(e);
+}
+
+namespace {
+
+// Chrome's reserved colour names.
+const char* BackendColour(BackendKind kind, bool failed) {
+  if (failed) return "terrible";
+  switch (kind) {
+    case BackendKind::kFused:
+      return "good";
+    case BackendKind::kCustom:
+      return "yellow";
+    case BackendKind::kNccl:
+      return "thread_state_iowait";
+    case BackendKind::kSkip:
+      break;
+  }
+  return "grey";
+}
+
+}  // namespace
+
+nlohmann::json Trace::ToChromeJsonOf(const std::vector<TraceEvent>& trace, const std::string& title,
+                                     const ParallelLayout& layout) {
+  nlohmann::json events = nlohmann::json::array();
+  int max_rank = -1;
+  for (const TraceEvent& e : trace) max_rank = std::max(max_rank, e.rank);
+  events.push_back(
+      {{"name", "process_name"}, {"ph", "M"}, {"pid", 0}, {"args", {{"name", title}}}});
+  for (int r = 0; r <= max_rank; ++r) {
+    events.push_back({{"name", "thread_name"},
+                      {"ph", "M"},
+                      {"pid", 0},
+                      {"tid", r},
+                      {"args", {{"name", absl::StrFormat("rank %d", r)}}}});
+  }
+  for (const TraceEvent& e : trace) {
+    const std::string backend(BackendKindName(e.backend));
+    const std::string& object = layout.objects()[static_cast<size_t>(e.object)].name;
+    events.push_back(
+        {{"name", absl::StrFormat("%s %s %s", SiteKindName(e.site.kind), object, backend)},
+         {"cat", backend},
+         {"ph", "X"},
+         {"pid", 0},
+         {"tid", e.rank},
+         {"ts", static_cast<double>(e.begin_ns) / 1e3},
+         {"dur", static_cast<double>(std::max<int64_t>(e.end_ns - e.begin_ns, 1)) / 1e3},
+         {"cname", BackendColour(e.backend, e.failed)},
+         {"args",
+          {{"site", e.site.ToString()},
+           {"group", layout.PeersToString(e.group)},
+           {"backend", backend},
+           {"algorithm", std::string(AlgorithmName(e.algorithm))},
+           {"tokens", e.tokens},
+           {"seq", e.seq},
+           {"failed", e.failed}}}});
+  }
+  return nlohmann::json{{"traceEvents", events}, {"displayTimeUnit", "ns"}};
+}
+
+}  // namespace lockstep

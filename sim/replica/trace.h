@@ -1,0 +1,60 @@
+// The record of a run: one event per collective call per rank, on the virtual
+// timeline, hashed as it is recorded so that two runs can be compared by one
+// number; written as Chrome/Perfetto trace JSON on request.
+
+#ifndef LOCKSTEP_SIM_REPLICA_TRACE_H_
+#define LOCKSTEP_SIM_REPLICA_TRACE_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "dispatch/decision.h"
+#include "dispatch/group_layout.h"
+#include "dispatch/stable_hash.h"
+#include "nlohmann/json.hpp"
+#include "sim/replica/site.h"
+
+namespace lockstep {
+
+struct TraceEvent {
+  int32_t rank = 0;
+  SiteRef site;
+  int32_t object = 0;  // group object (ParallelLayout::objects() index)
+  GroupId group;
+  BackendKind backend = BackendKind::kNccl;
+  Algorithm algorithm = Algorithm::kNone;
+  int64_t tokens = 0;
+  uint64_t seq = 0;  // call index on the group coordinator
+  int64_t begin_ns = 0;
+  int64_t end_ns = 0;
+  bool failed = false;
+};
+
+class Trace {
+ public:
+  explicit Trace(bool keep_events) : keep_(keep_events) {}
+
+  void Add(const TraceEvent& event);
+  uint64_t hash() const { return StableHasher::Mix(hash_ ^ count_); }
+  size_t size() const { return count_; }
+  const std::vector<TraceEvent>& events() const { return events_; }
+
+  // Chrome trace format (chrome://tracing, ui.perfetto.dev): one track per
+  // rank, one slice per call, coloured by backend.
+  nlohmann::json ToChromeJson(const std::string& title, const ParallelLayout& layout) const {
+    return ToChromeJsonOf(events_, title, layout);
+  }
+  static nlohmann::json ToChromeJsonOf(const std::vector<TraceEvent>& events,
+                                       const std::string& title, const ParallelLayout& layout);
+
+ private:
+  bool keep_;
+  size_t count_ = 0;
+  uint64_t hash_ = 0xcbf29ce484222325ull;
+  std::vector<TraceEvent> events_;
+};
+
+}  // namespace lockstep
+
+#endif  // LOCKSTEP_SIM_REPLICA_TRACE_H_

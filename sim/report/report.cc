@@ -1,0 +1,68 @@
+#include "sim/report/report.h"
+
+#include "absl/strings/str_format.h"
+#include "sim/scenario/scenario_yaml.h"
+
+namespace lockstep {
+
+bool AsExpected(const Scenario& scenario, Verdict verdict) {
+  if (scenario.expect) return *scenario.expect == verdict;
+  return verdict == Verdict::kClean || verdict == Verdict::kFailStop;
+}
+
+std::string HexHash(uint64_t hash) { return absl::StrFormat("0x%016x", hash); }
+
+nlohmann::json MakeReport(const Scenario& scenario, const SimOptions& options,
+                          const SimResult& result) {
+  nlohmann::json report;
+  report["lockstep"] = {{"report_format", kReportFormat}, {"tool", "lockstep sim"}};
+  report["scenario"] = {
+      {"name", scenario.name}, {"path", scenario.path}, {"yaml", ScenarioToYaml(scenario)}};
+  report["seed"] = options.seed;
+  report["policy"] = result.policy;
+  report["schedule"] = options.schedule;
+  report["verdict"] = std::string(VerdictName(result.verdict));
+  report["expect"] =
+      scenario.expect ? nlohmann::json(std::string(VerdictName(*scenario.expect))) : nullptr;
+  report["as_expected"] = AsExpected(scenario, result.verdict);
+  report["silent_failure"] = IsSilentFailure(result.verdict);
+  report["summary"] = result.summary;
+  report["details"] = result.details.is_null() ? nlohmann::json::object() : result.details;
+  report["trace_hash"] = HexHash(result.trace_hash);
+  report["stats"] = {{"rank_calls", result.rank_calls},
+                     {"schedule_steps", result.schedule_steps},
+                     {"virtual_time_ns", result.virtual_ns},
+                     {"contributors_named_by_rerun", result.exact_rerun}};
+  return report;
+}
+
+std::string FormatResult(const Scenario& scenario, const SimOptions& options,
+                         const SimResult& result) {
+  std::string out = absl::StrFormat("scenario %s%s, seed %d, policy %s\n", scenario.name,
+                                    scenario.path.empty() ? "" : " (" + scenario.path + ")",
+                                    options.seed, result.policy);
+  const bool ok = AsExpected(scenario, result.verdict);
+  absl::StrAppendFormat(&out, "verdict: %s (%s)\n", VerdictName(result.verdict),
+                        scenario.expect
+                            ? absl::StrFormat("expected %s%s", VerdictName(*scenario.expect),
+                                              ok ? "" : " - NOT AS EXPECTED")
+                            : (ok ? "acceptable outcome" : "SILENT FAILURE"));
+  absl::StrAppendFormat(&out, "  %s\n", result.summary);
+  if (result.verdict == Verdict::kHang && result.details.contains("blocked")) {
+    for (const auto& w : result.details["blocked"]) {
+      absl::StrAppendFormat(&out, "  - %s\n", w["waits_for"].get<std::string>());
+    }
+    const auto& fire = result.details["would_fire"];
+    absl::StrAppendFormat(&out,
+                          "  without the deadlock check, %s of rank %d would fire at %.3f ms "
+                          "virtual time: a timeout that rescues a logic bug is still a bug\n",
+                          fire["what"].get<std::string>(), fire["rank"].get<int>(),
+                          static_cast<double>(fire["virtual_time_ns"].get<int64_t>()) / 1e6);
+  }
+  absl::StrAppendFormat(&out, "trace hash %s, %d all-reduces, %d schedule steps, %.3f ms virtual\n",
+                        HexHash(result.trace_hash), result.rank_calls, result.schedule_steps,
+                        static_cast<double>(result.virtual_ns) / 1e6);
+  return out;
+}
+
+}  // namespace lockstep

@@ -1,0 +1,117 @@
+// State shared by every part of one simulated run: the scenario, the layout,
+// the hardware model, the scheduler, data stores, virtual clocks, the trace,
+// and the first finding (which ends the run).
+
+#ifndef LOCKSTEP_SIM_RUNTIME_CONTEXT_H_
+#define LOCKSTEP_SIM_RUNTIME_CONTEXT_H_
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "dispatch/group_layout.h"
+#include "kernels/protocol/element.h"
+#include "nlohmann/json.hpp"
+#include "sim/runtime/fault_plan.h"
+#include "sim/scenario/hardware_model.h"
+#include "sim/scenario/scenario.h"
+#include "sim/runtime/scheduler.h"
+#include "sim/replica/trace.h"
+#include "sim/memory/value.h"
+#include "sim/scenario/verdict.h"
+
+namespace lockstep {
+
+// What ended a run early, or what a completed run found.
+struct Finding {
+  Verdict verdict = Verdict::kClean;
+  std::string summary;     // one line
+  nlohmann::json details;  // verdict-specific evidence
+  int rank = -1;           // the rank that observed it
+  int64_t at_ns = 0;       // virtual time
+};
+
+struct SimContext {
+  SimContext(const Scenario& s, const ParallelLayout& l, uint64_t run_seed, bool exact_provenance,
+             std::unique_ptr<SchedulePolicy> schedule, bool keep_trace)
+      : scenario(s),
+        layout(l),
+        hardware(s.hardware),
+        scheduler(l.world_size(), run_seed, std::move(schedule)),
+        seed(run_seed),
+        exact(exact_provenance),
+        numeric_mode(s.workload.data == DataMode::kNumeric),
+        elem(static_cast<protocol::Elem>(s.dispatch.dtype)),
+        clock(static_cast<size_t>(l.world_size()), 0),
+        trace(keep_trace) {}
+
+  int64_t& Clock(int rank) { return clock[static_cast<size_t>(rank)]; }
+  void AdvanceTo(int rank, int64_t t) {
+    if (t > Clock(rank)) Clock(rank) = t;
+  }
+
+  // Records `f` if nothing was found yet, and stops the run.
+  void Report(Finding f) {
+    if (!finding && !scheduler.shutting_down()) {
+      finding = std::move(f);
+      scheduler.Stop();
+    }
+  }
+  bool stopped() const { return finding.has_value() || scheduler.shutting_down(); }
+
+  const Scenario& scenario;
+  const ParallelLayout& layout;
+  HardwareModel hardware;
+  Scheduler scheduler;
+  uint64_t seed;
+  bool exact;
+  bool numeric_mode;
+  protocol::Elem elem;
+  ContributorSets sets;
+  NumericStore numeric;
+  // Element classes a fault injected into (rank, instance)'s numeric input,
+  // so that the double-precision reference sums what the ranks really sent.
+  std::map<std::pair<int, uint64_t>, uint8_t> injected_input_flags;
+  std::vector<int64_t> clock;
+  Trace trace;
+  std::optional<Finding> finding;
+  // Set when a provenance check failed in fingerprint mode: the run is
+  // repeated in exact mode to name the contributors.
+  bool needs_exact_rerun = false;
+  // The run's faults (null: none).
+  SimFaultPlan* faults = nullptr;
+
+  // Work that happens later (a late write landing): run after `steps` more
+  // scheduling steps, or as soon as no rank can run.
+  void Defer(uint64_t steps, std::function<void()> action) {
+    deferred.push_back({scheduler.steps() + steps, std::move(action)});
+  }
+  // Runs what is due (everything when `idle`); true if anything ran.
+  bool RunDeferred(uint64_t step, bool idle) {
+    bool ran = false;
+    for (size_t i = 0; i < deferred.size();) {
+      if (idle || deferred[i].due <= step) {
+        auto action = std::move(deferred[i].action);
+        deferred.erase(deferred.begin() + static_cast<std::ptrdiff_t>(i));
+        action();
+        ran = true;
+      } else {
+        ++i;
+      }
+    }
+    return ran;
+  }
+  struct DeferredAction {
+    uint64_t due;
+    std::function<void()> action;
+  };
+  std::vector<DeferredAction> deferred;
+};
+
+}  // namespace lockstep
+
+#endif  // LOCKSTEP_SIM_RUNTIME_CONTEXT_H_

@@ -1,0 +1,113 @@
+// A scenario: the hardware, parallel layout, model, dispatch options,
+// workload, faults and expected verdict of one simulated (or hardware) run.
+// Parsed from YAML by scenario_yaml.h; plain data here.
+
+#ifndef LOCKSTEP_SIM_SCENARIO_SCENARIO_H_
+#define LOCKSTEP_SIM_SCENARIO_SCENARIO_H_
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "dispatch/dtype.h"
+#include "dispatch/parallel_config.h"
+#include "sim/scenario/verdict.h"
+
+namespace lockstep {
+
+// Latency and bandwidth of one class of GPU-to-GPU hop.
+struct HopSpec {
+  double latency_us = 1.0;
+  double bandwidth_gbps = 100.0;  // GB/s, one direction
+};
+
+// The machine: how GPUs are grouped into nodes (NVLink/NVSwitch islands) and
+// nodes into NVLink domains (one MNNVL fabric, e.g. a GB200 NVL72 rack).
+struct HardwareSpec {
+  std::string name;
+  std::string description;
+  int gpus_per_node = 8;
+  int nodes_per_domain = 1;  // > 1: multi-node NVLink (MNNVL)
+  int max_gpus = 8;          // GPUs in the system described; the world must fit
+  bool nvlink = true;        // GPUs of a node are all NVLink-connected
+  double tflops = 990.0;     // dense bf16 per GPU, for compute time
+  HopSpec intra_node;        // NVLink (or PCIe when nvlink is false)
+  HopSpec intra_domain;      // MNNVL between nodes of a domain
+  HopSpec network;           // between domains
+};
+
+// What the dispatch depends on in a model.
+struct ModelSpec {
+  std::string name;
+  int64_t hidden = 4096;
+  int layers = 2;
+  bool moe = false;
+  int first_moe_layer = 0;            // layers before it are dense
+  bool ar_norm_fusion = true;         // AR + residual + RMSNorm can be fused (not DeepSeek-V4: mHC)
+  double layer_gflops_per_token = 0;  // 0: 24 * hidden^2 / 1e9
+};
+
+// The serving engine's all-reduce configuration.
+struct DispatchSpec {
+  bool fused_backend = true;   // --flashinfer-allreduce-fusion-backend set
+  int64_t max_tokens = 2048;   // fusion workspace capacity (tokens)
+  DType dtype = DType::kBf16;  // activation dtype (and workspace dtype)
+  bool custom_allreduce = true;
+  int64_t custom_max_bytes = 8 << 20;
+  std::string policy = "reference";
+  int policy_line = 0;                   // where `policy` was given (0: not given)
+  int64_t max_fused_norm_tokens = 2048;  // batch limit of the fused AR + norm
+};
+
+enum class DataMode : uint8_t { kProvenance, kNumeric };
+
+struct WorkloadSpec {
+  int steps = 1;
+  // Tokens per step per attention-DP group, cycled over steps.
+  std::vector<int64_t> tokens = {1};
+  // Per attention-DP group token counts ([group][step], cycled); empty: all
+  // groups use `tokens`.
+  std::vector<std::vector<int64_t>> dp_tokens;
+  int layers = 0;  // 0: the model's layer count
+  bool embedding = true;
+  bool speculative = false;  // EAGLE draft projection after the last layer
+  DataMode data = DataMode::kProvenance;
+  bool ftz = false;  // kernels run with flush-to-zero
+};
+
+// One injected fault (kinds and parameters: faults/, docs/FAULTS.md).
+struct FaultSpec {
+  std::string kind;
+  std::vector<int> ranks;
+  int64_t at_call = -1;  // the rank's n-th all-reduce call (0-based), -1: any
+  int64_t at_step = -1;
+  std::map<std::string, std::string> params;
+  int line = 0;  // where it was declared
+};
+
+struct TimeoutSpec {
+  double kernel_wait_ms = 10000;  // bounded waits of the fused kernel
+  double watchdog_ms = 60000;     // NCCL watchdog
+};
+
+struct Scenario {
+  int version = 1;
+  std::string name;
+  std::string description;
+  std::string path;    // file it came from ("" when built in code)
+  std::string source;  // the YAML text it was parsed from
+  HardwareSpec hardware;
+  ParallelConfig parallel;
+  ModelSpec model;
+  DispatchSpec dispatch;
+  WorkloadSpec workload;
+  std::vector<FaultSpec> faults;
+  TimeoutSpec timeouts;
+  std::optional<Verdict> expect;
+};
+
+}  // namespace lockstep
+
+#endif  // LOCKSTEP_SIM_SCENARIO_SCENARIO_H_

@@ -1,0 +1,667 @@
+#include "sim/scenario/scenario_yaml.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <sstream>
+#include <vector>
+
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "sim/scenario/did_you_mean.h"
+
+#ifndef LOCKSTEP_TOPOLOGIES_DIR
+#define LOCKSTEP_TOPOLOGIES_DIR ""
+#endif
+
+namespace lockstep {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string JoinViews(std::span<const std::string_view> views) {
+  std::string out;
+  for (std::string_view v : views) {
+    if (!out.empty()) out += ", ";
+    out.append(v);
+  }
+  return out;
+}
+
+// Reads typed values out of YAML maps, with errors that name file, line and
+// the dotted key path.
+class Reader {
+ public:
+  explicit Reader(std::string file) : file_(std::move(file)) {}
+
+  absl::Status Error(const YAML::Node& at, std::string_view key, std::string_view message) const {
+    const int line = at.Mark().line >= 0 ? at.Mark().line + 1 : 0;
+    return absl::InvalidArgumentError(absl::StrFormat("%s:%d: %s: %s", file_, line, key, message));
+  }
+
+  // Every key of `map` must be in `allowed`.
+  absl::Status CheckKeys(const YAML::Node& map, std::string_view path,
+                         std::span<const std::string_view> allowed) const {
+    if (!map.IsMap()) return Error(map, path, "expected a mapping of keys to values");
+    std::vector<std::string> seen;
+    for (const auto& kv : map) {
+      const std::string key = kv.first.Scalar();
+      // yaml-cpp keeps both entries of a repeated key and lookups find the
+      // first: refuse it rather than run on one of them silently.
+      if (std::find(seen.begin(), seen.end(), key) != seen.end()) {
+        return Error(kv.first, Join(path, key), "duplicate key (each key may appear once)");
+      }
+      seen.push_back(key);
+      if (std::find(allowed.begin(), allowed.end(), key) != allowed.end()) continue;
+      return Error(kv.first, Join(path, key),
+                   absl::StrFormat("unknown key%s (known: %s)", DidYouMean(key, allowed),
+                                   JoinViews(allowed)));
+    }
+    return absl::OkStatus();
+  }
+
+  static std::string Join(std::string_view path, std::string_view key) {
+    return path.empty() ? std::string(key) : absl::StrFormat("%s.%s", path, key);
+  }
+
+  template <typename T>
+  absl::Status Int(const YAML::Node& map, std::string_view path, std::string_view key, T* out,
+                   int64_t lo, int64_t hi) const {
+    const YAML::Node n = map[std::string(key)];
+    if (!n) return absl::OkStatus();
+    const std::string k = Join(path, key);
+    int64_t v = 0;
+    if (!n.IsScalar() || !YAML::convert<int64_t>::decode(n, v)) {
+      return Error(n, k, absl::StrFormat("expected an integer, got '%s'", Text(n)));
+    }
+    if (v < lo || v > hi) {
+      return Error(n, k, absl::StrFormat("%d is out of range [%d, %d]", v, lo, hi));
+    }
+    *out = static_cast<T>(v);
+    return absl::OkStatus();
+  }
+
+  absl::Status Double(const YAML::Node& map, std::string_view path, std::string_view key,
+                      double* out, double lo, double hi) const {
+    const YAML::Node n = map[std::string(key)];
+    if (!n) return absl::OkStatus();
+    const std::string k = Join(path, key);
+    double v = 0;
+    if (!n.IsScalar() || !YAML::convert<double>::decode(n, v) || !(v >= lo && v <= hi)) {
+      return Error(n, k,
+                   absl::StrFormat("expected a number in [%g, %g], got '%s'", lo, hi, Text(n)));
+    }
+    *out = v;
+    return absl::OkStatus();
+  }
+
+  absl::Status Bool(const YAML::Node& map, std::string_view path, std::string_view key,
+                    bool* out) const {
+    const YAML::Node n = map[std::string(key)];
+    if (!n) return absl::OkStatus();
+    bool v = false;
+    if (!n.IsScalar() || !YAML::convert<bool>::decode(n, v)) {
+      return Error(n, Join(path, key),
+                   absl::StrFormat("expected true or false, got '%s'", Text(n)));
+    }
+    *out = v;
+    return absl::OkStatus();
+  }
+
+  absl::Status String(const YAML::Node& map, std::string_view path, std::string_view key,
+                      std::string* out) const {
+    const YAML::Node n = map[std::string(key)];
+    if (!n) return absl::OkStatus();
+    if (!n.IsScalar()) return Error(n, Join(path, key), "expected a string");
+    *out = n.Scalar();
+    return absl::OkStatus();
+  }
+
+  absl::Status Require(const YAML::Node& map, std::string_view path, std::string_view key) const {
+    if (map[std::string(key)]) return absl::OkStatus();
+    return Error(map, Join(path, key), "required key is missing");
+  }
+
+  static std::string Text(const YAML::Node& n) {
+    if (n.IsScalar()) return n.Scalar();
+    if (n.IsSequence()) return "a list";
+    if (n.IsMap()) return "a mapping";
+    return "null";
+  }
+
+  const std::string& file() const { return file_; }
+
+ private:
+  std::string file_;
+};
+
+#define LS_RETURN_IF_ERROR(expr)                       \
+  do {                                                 \
+    if (absl::Status s_ = (expr); !s_.ok()) return s_; \
+  } while (0)
+
+constexpr int64_t kMaxTokens = int64_t{1} << 24;
+
+absl::StatusOr<YAML::Node> LoadYaml(std::string_view text, const std::string& file) {
+  try {
+    YAML::Node root = YAML::Load(std::string(text));
+    return root;
+  } catch (const YAML::Exception& e) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("%s:%d: malformed YAML: %s", file, e.mark.line + 1, e.msg));
+  }
+}
+
+absl::StatusOr<std::string> ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError(absl::StrFormat("%s: cannot open file", path));
+  std::ostringstream buffer;
+  buffer << in.rdbuf();
+  return buffer.str();
+}
+
+absl::Status ParseHop(const Reader& r, const YAML::Node& n, const std::string& path, HopSpec* hop) {
+  static constexpr std::string_view kKeys[] = {"latency_us", "bandwidth_gbps", "source"};
+  LS_RETURN_IF_ERROR(r.CheckKeys(n, path, kKeys));
+  LS_RETURN_IF_ERROR(r.Require(n, path, "latency_us"));
+  LS_RETURN_IF_ERROR(r.Require(n, path, "bandwidth_gbps"));
+  LS_RETURN_IF_ERROR(r.Double(n, path, "latency_us", &hop->latency_us, 0.0, 1e6));
+  return r.Double(n, path, "bandwidth_gbps", &hop->bandwidth_gbps, 1e-3, 1e6);
+}
+
+absl::Status ParseHardwareNode(const Reader& r, const YAML::Node& n, const std::string& path,
+                               HardwareSpec* hw) {
+  static constexpr std::string_view kKeys[] = {
+      "name",   "description", "gpus_per_node", "nodes_per_domain", "max_gpus", "nvlink",
+      "tflops", "hops",        "source"};
+  LS_RETURN_IF_ERROR(r.CheckKeys(n, path, kKeys));
+  for (std::string_view k : {"name", "gpus_per_node", "max_gpus", "hops"}) {
+    LS_RETURN_IF_ERROR(r.Require(n, path, k));
+  }
+  LS_RETURN_IF_ERROR(r.String(n, path, "name", &hw->name));
+  LS_RETURN_IF_ERROR(r.String(n, path, "description", &hw->description));
+  LS_RETURN_IF_ERROR(r.Int(n, path, "gpus_per_node", &hw->gpus_per_node, 1, 1024));
+  LS_RETURN_IF_ERROR(r.Int(n, path, "nodes_per_domain", &hw->nodes_per_domain, 1, 4096));
+  LS_RETURN_IF_ERROR(r.Int(n, path, "max_gpus", &hw->max_gpus, 1, kMaxWorldSize));
+  LS_RETURN_IF_ERROR(r.Bool(n, path, "nvlink", &hw->nvlink));
+  LS_RETURN_IF_ERROR(r.Double(n, path, "tflops", &hw->tflops, 1e-3, 1e6));
+  const YAML::Node hops = n["hops"];
+  const std::string hops_path = Reader::Join(path, "hops");
+  static constexpr std::string_view kHops[] = {"intra_node", "intra_domain", "network"};
+  LS_RETURN_IF_ERROR(r.CheckKeys(hops, hops_path, kHops));
+  LS_RETURN_IF_ERROR(r.Require(hops, hops_path, "intra_node"));
+  LS_RETURN_IF_ERROR(
+      ParseHop(r, hops["intra_node"], Reader::Join(hops_path, "intra_node"), &hw->intra_node));
+  hw->intra_domain = hw->intra_node;
+  hw->network = hw->intra_node;
+  if (hops["intra_domain"]) {
+    LS_RETURN_IF_ERROR(ParseHop(r, hops["intra_domain"], Reader::Join(hops_path, "intra_domain"),
+                                &hw->intra_domain));
+  }
+  if (hops["network"]) {
+    LS_RETURN_IF_ERROR(
+        ParseHop(r, hops["network"], Reader::Join(hops_path, "network"), &hw->network));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ParseModelNode(const Reader& r, const YAML::Node& n, const std::string& path,
+                            ModelSpec* m) {
+  static constexpr std::string_view kKeys[] = {
+      "name",  "description",     "hidden",         "layers",
+      "moe",   "first_moe_layer", "ar_norm_fusion", "layer_gflops_per_token",
+      "source"};
+  LS_RETURN_IF_ERROR(r.CheckKeys(n, path, kKeys));
+  for (std::string_view k : {"name", "hidden", "layers"}) LS_RETURN_IF_ERROR(r.Require(n, path, k));
+  LS_RETURN_IF_ERROR(r.String(n, path, "name", &m->name));
+  LS_RETURN_IF_ERROR(r.Int(n, path, "hidden", &m->hidden, 1, 1 << 20));
+  LS_RETURN_IF_ERROR(r.Int(n, path, "layers", &m->layers, 1, 10000));
+  LS_RETURN_IF_ERROR(r.Bool(n, path, "moe", &m->moe));
+  LS_RETURN_IF_ERROR(r.Int(n, path, "first_moe_layer", &m->first_moe_layer, 0, 10000));
+  LS_RETURN_IF_ERROR(r.Bool(n, path, "ar_norm_fusion", &m->ar_norm_fusion));
+  return r.Double(n, path, "layer_gflops_per_token", &m->layer_gflops_per_token, 0, 1e6);
+}
+
+// A catalogue reference (a name) or an inline mapping.
+template <typename Spec, typename ParseNode>
+absl::Status ResolveEntry(const Reader& r, const YAML::Node& n, const std::string& key,
+                          const std::string& catalogue, std::string_view folder, ParseNode parse,
+                          Spec* out) {
+  if (n.IsMap()) return parse(r, n, key, out);
+  if (!n.IsScalar()) return r.Error(n, key, "expected a catalogue name or an inline mapping");
+  const std::string name = n.Scalar();
+  const fs::path dir = fs::path(catalogue) / folder;
+  const fs::path file = dir / (name + ".yaml");
+  std::error_code ec;
+  if (catalogue.empty() || !fs::exists(file, ec)) {
+    std::vector<std::string> names;
+    if (!catalogue.empty() && fs::is_directory(dir, ec)) {
+      for (const auto& entry : fs::directory_iterator(dir, ec)) {
+        if (entry.path().extension() == ".yaml") names.push_back(entry.path().stem().string());
+      }
+    }
+    std::sort(names.begin(), names.end());
+    std::vector<std::string_view> views(names.begin(), names.end());
+    return r.Error(
+        n, key,
+        absl::StrFormat("unknown %s '%s'%s (catalogue %s: %s)", folder, name,
+                        DidYouMean(name, views), dir.string(),
+                        names.empty() ? "empty or missing" : absl::StrJoin(names, ", ")));
+  }
+  absl::StatusOr<std::string> text = ReadFile(file.string());
+  if (!text.ok()) return text.status();
+  absl::StatusOr<YAML::Node> root = LoadYaml(*text, file.string());
+  if (!root.ok()) return root.status();
+  return parse(Reader(file.string()), *root, "", out);
+}
+
+absl::Status ParseParallel(const Reader& r, const YAML::Node& n, ParallelConfig* p) {
+  static constexpr std::string_view kKeys[] = {"tp",     "pp",      "dp",           "ep",
+                                               "moe_dp", "attn_cp", "dp_attention", "world"};
+  LS_RETURN_IF_ERROR(r.CheckKeys(n, "parallel", kKeys));
+  LS_RETURN_IF_ERROR(r.Require(n, "parallel", "tp"));
+  for (auto [key, field] : {std::pair<std::string_view, int*>{"tp", &p->tp},
+                            {"pp", &p->pp},
+                            {"dp", &p->dp},
+                            {"ep", &p->ep},
+                            {"moe_dp", &p->moe_dp},
+                            {"attn_cp", &p->attn_cp}}) {
+    LS_RETURN_IF_ERROR(r.Int(n, "parallel", key, field, 1, kMaxWorldSize));
+  }
+  LS_RETURN_IF_ERROR(r.Int(n, "parallel", "world", &p->world, 1, kMaxWorldSize));
+  LS_RETURN_IF_ERROR(r.Bool(n, "parallel", "dp_attention", &p->dp_attention));
+  if (absl::Status s = ValidateParallelConfig(*p); !s.ok()) {
+    return r.Error(n, "parallel", std::string(s.message()));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ParseDispatch(const Reader& r, const YAML::Node& n, DispatchSpec* d) {
+  static constexpr std::string_view kKeys[] = {"fused_backend",        "max_tokens",       "dtype",
+                                               "custom_allreduce",     "custom_max_bytes", "policy",
+                                               "max_fused_norm_tokens"};
+  LS_RETURN_IF_ERROR(r.CheckKeys(n, "dispatch", kKeys));
+  LS_RETURN_IF_ERROR(r.Bool(n, "dispatch", "fused_backend", &d->fused_backend));
+  LS_RETURN_IF_ERROR(r.Int(n, "dispatch", "max_tokens", &d->max_tokens, 1, kMaxTokens));
+  LS_RETURN_IF_ERROR(r.Bool(n, "dispatch", "custom_allreduce", &d->custom_allreduce));
+  LS_RETURN_IF_ERROR(
+      r.Int(n, "dispatch", "custom_max_bytes", &d->custom_max_bytes, 16, int64_t{1} << 40));
+  LS_RETURN_IF_ERROR(r.String(n, "dispatch", "policy", &d->policy));
+  if (const YAML::Node p = n["policy"]; p && p.Mark().line >= 0) d->policy_line = p.Mark().line + 1;
+  LS_RETURN_IF_ERROR(
+      r.Int(n, "dispatch", "max_fused_norm_tokens", &d->max_fused_norm_tokens, 0, kMaxTokens));
+  if (n["dtype"]) {
+    absl::StatusOr<DType> dtype = ParseDType(n["dtype"].Scalar());
+    if (!dtype.ok()) {
+      return r.Error(n["dtype"], "dispatch.dtype", std::string(dtype.status().message()));
+    }
+    d->dtype = *dtype;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ParseTokenList(const Reader& r, const YAML::Node& n, const std::string& key,
+                            std::vector<int64_t>* out) {
+  out->clear();
+  if (n.IsScalar()) {
+    int64_t v = 0;
+    if (!YAML::convert<int64_t>::decode(n, v)) {
+      return r.Error(n, key,
+                     absl::StrFormat("expected an integer or a list, got '%s'", n.Scalar()));
+    }
+    out->push_back(v);
+  } else if (n.IsSequence() && n.size() > 0) {
+    for (const YAML::Node& item : n) {
+      int64_t v = 0;
+      if (!item.IsScalar() || !YAML::convert<int64_t>::decode(item, v)) {
+        return r.Error(item, key,
+                       absl::StrFormat("expected integers, got '%s'", Reader::Text(item)));
+      }
+      out->push_back(v);
+    }
+  } else {
+    return r.Error(n, key, "expected a token count or a non-empty list of them");
+  }
+  for (int64_t v : *out) {
+    if (v < 1 || v > kMaxTokens) {
+      return r.Error(n, key,
+                     absl::StrFormat("token count %d is out of range [1, %d]", v, kMaxTokens));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ParseWorkload(const Reader& r, const YAML::Node& n, WorkloadSpec* w) {
+  static constexpr std::string_view kKeys[] = {"steps",     "tokens",      "dp_tokens", "layers",
+                                               "embedding", "speculative", "data",      "ftz"};
+  LS_RETURN_IF_ERROR(r.CheckKeys(n, "workload", kKeys));
+  LS_RETURN_IF_ERROR(r.Int(n, "workload", "steps", &w->steps, 1, 1000000));
+  LS_RETURN_IF_ERROR(r.Int(n, "workload", "layers", &w->layers, 1, 10000));
+  LS_RETURN_IF_ERROR(r.Bool(n, "workload", "embedding", &w->embedding));
+  LS_RETURN_IF_ERROR(r.Bool(n, "workload", "speculative", &w->speculative));
+  LS_RETURN_IF_ERROR(r.Bool(n, "workload", "ftz", &w->ftz));
+  if (n["tokens"])
+    LS_RETURN_IF_ERROR(ParseTokenList(r, n["tokens"], "workload.tokens", &w->tokens));
+  if (const YAML::Node dp = n["dp_tokens"]) {
+    if (!dp.IsSequence() || dp.size() == 0) {
+      return r.Error(dp, "workload.dp_tokens", "expected a list with one token list per DP group");
+    }
+    w->dp_tokens.clear();
+    for (const YAML::Node& group : dp) {
+      std::vector<int64_t> tokens;
+      LS_RETURN_IF_ERROR(ParseTokenList(r, group, "workload.dp_tokens", &tokens));
+      w->dp_tokens.push_back(std::move(tokens));
+    }
+  }
+  if (const YAML::Node d = n["data"]) {
+    if (d.IsScalar() && d.Scalar() == "provenance") {
+      w->data = DataMode::kProvenance;
+    } else if (d.IsScalar() && d.Scalar() == "numeric") {
+      w->data = DataMode::kNumeric;
+    } else {
+      return r.Error(d, "workload.data",
+                     absl::StrFormat("expected provenance or numeric, got '%s'", Reader::Text(d)));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ParseFaults(const Reader& r, const YAML::Node& n, int world,
+                         std::vector<FaultSpec>* faults) {
+  if (!n.IsSequence()) return r.Error(n, "faults", "expected a list of faults");
+  for (size_t i = 0; i < n.size(); ++i) {
+    const YAML::Node f = n[i];
+    const std::string key = absl::StrFormat("faults[%d]", i);
+    if (!f.IsMap()) return r.Error(f, key, "expected a mapping with at least 'kind'");
+    LS_RETURN_IF_ERROR(r.Require(f, key, "kind"));
+    FaultSpec spec;
+    spec.line = f.Mark().line + 1;
+    for (const auto& kv : f) {
+      const std::string k = kv.first.Scalar();
+      const std::string path = Reader::Join(key, k);
+      if (k == "kind") {
+        spec.kind = kv.second.Scalar();
+      } else if (k == "ranks" || k == "rank") {
+        std::vector<int64_t> ranks;
+        if (kv.second.IsScalar()) {
+          int64_t v = 0;
+          if (!YAML::convert<int64_t>::decode(kv.second, v)) {
+            return r.Error(kv.second, path, "expected a rank number or a list of them");
+          }
+          ranks.push_back(v);
+        } else if (kv.second.IsSequence()) {
+          for (const YAML::Node& item : kv.second) {
+            int64_t v = 0;
+            if (!item.IsScalar() || !YAML::convert<int64_t>::decode(item, v)) {
+              return r.Error(item, path, "expected rank numbers");
+            }
+            ranks.push_back(v);
+          }
+        } else {
+          return r.Error(kv.second, path, "expected a rank number or a list of them");
+        }
+        for (int64_t v : ranks) {
+          if (v < 0 || v >= world) {
+            return r.Error(kv.second, path,
+                           absl::StrFormat("rank %d is outside the world of %d ranks", v, world));
+          }
+          spec.ranks.push_back(static_cast<int>(v));
+        }
+      } else if (k == "at_call") {
+        LS_RETURN_IF_ERROR(r.Int(f, key, "at_call", &spec.at_call, 0, int64_t{1} << 40));
+      } else if (k == "at_step") {
+        LS_RETURN_IF_ERROR(r.Int(f, key, "at_step", &spec.at_step, 0, int64_t{1} << 40));
+      } else {
+        if (!kv.second.IsScalar()) return r.Error(kv.second, path, "expected a scalar parameter");
+        spec.params[k] = kv.second.Scalar();
+      }
+    }
+    faults->push_back(std::move(spec));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+std::string FindCatalogue(const std::string& scenario_path) {
+  std::error_code ec;
+  fs::path dir = fs::absolute(fs::path(scenario_path), ec).parent_path();
+  for (int depth = 0; depth < 8 && !dir.empty(); ++depth) {
+    if (fs::is_directory(dir / "hardware", ec) && fs::is_directory(dir / "models", ec)) {
+      return dir.string();
+    }
+    if (dir == dir.parent_path()) break;
+    dir = dir.parent_path();
+  }
+  return LOCKSTEP_TOPOLOGIES_DIR;
+}
+
+namespace {
+
+// YAML text must be UTF-8: a parser that let other bytes through would write
+// them back differently (a report's scenario would not be the one that ran).
+absl::Status CheckUtf8(std::string_view text, const std::string& path) {
+  int line = 1;
+  for (size_t i = 0; i < text.size();) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (c == '\n') ++line;
+    size_t len = c < 0x80           ? 1
+                 : (c >> 5) == 0x6  ? 2
+                 : (c >> 4) == 0xe  ? 3
+                 : (c >> 3) == 0x1e ? 4
+                                    : 0;
+    bool ok = len != 0 && i + len <= text.size();
+    for (size_t k = 1; ok && k < len; ++k) {
+      ok = (static_cast<unsigned char>(text[i + k]) >> 6) == 0x2;
+    }
+    if (ok && len > 1) {  // no overlong forms, surrogates or code points past U+10FFFF
+      uint32_t cp = c & (0xffu >> (len + 1));
+      for (size_t k = 1; k < len; ++k)
+        cp = (cp << 6) | (static_cast<unsigned char>(text[i + k]) & 0x3fu);
+      ok = !(len == 2 && cp < 0x80) && !(len == 3 && cp < 0x800) && !(len == 4 && cp < 0x10000) &&
+           !(cp >= 0xd800 && cp <= 0xdfff) && cp <= 0x10ffff;
+    }
+    if (!ok) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "%s:%d: the scenario is not valid UTF-8 (byte 0x%02x); YAML files must be UTF-8", path,
+          line, c));
+    }
+    i += len;
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<Scenario> ParseScenario(std::string_view text, const std::string& path,
+                                       const std::string& catalogue) {
+  LS_RETURN_IF_ERROR(CheckUtf8(text, path));
+  absl::StatusOr<YAML::Node> root = LoadYaml(text, path);
+  if (!root.ok()) return root.status();
+  const Reader r(path);
+  const YAML::Node& n = *root;
+  if (!n.IsMap()) return r.Error(n, "(top level)", "a scenario is a mapping of keys to values");
+  static constexpr std::string_view kKeys[] = {"version",  "name",     "description", "hardware",
+                                               "parallel", "model",    "dispatch",    "workload",
+                                               "faults",   "timeouts", "expect"};
+  LS_RETURN_IF_ERROR(r.CheckKeys(n, "", kKeys));
+  for (std::string_view k : {"name", "hardware", "parallel", "model"}) {
+    LS_RETURN_IF_ERROR(r.Require(n, "", k));
+  }
+  Scenario s;
+  s.path = path;
+  s.source = std::string(text);
+  LS_RETURN_IF_ERROR(r.Int(n, "", "version", &s.version, 1, 1));
+  LS_RETURN_IF_ERROR(r.String(n, "", "name", &s.name));
+  LS_RETURN_IF_ERROR(r.String(n, "", "description", &s.description));
+  LS_RETURN_IF_ERROR(ResolveEntry(r, n["hardware"], "hardware", catalogue, "hardware",
+                                  ParseHardwareNode, &s.hardware));
+  LS_RETURN_IF_ERROR(ParseParallel(r, n["parallel"], &s.parallel));
+  const int64_t world = s.parallel.WorldSize();
+  if (world > s.hardware.max_gpus) {
+    return r.Error(n["parallel"], "parallel",
+                   absl::StrFormat("the layout needs %d GPUs but hardware '%s' has %d", world,
+                                   s.hardware.name, s.hardware.max_gpus));
+  }
+  LS_RETURN_IF_ERROR(
+      ResolveEntry(r, n["model"], "model", catalogue, "models", ParseModelNode, &s.model));
+  if (n["dispatch"]) LS_RETURN_IF_ERROR(ParseDispatch(r, n["dispatch"], &s.dispatch));
+  if (n["workload"]) LS_RETURN_IF_ERROR(ParseWorkload(r, n["workload"], &s.workload));
+  if (!s.workload.dp_tokens.empty()) {
+    // Per-group token counts mean attention-DP groups: one list per group.
+    const int attn_dp = DeriveWidths(s.parallel).attn_dp;
+    const YAML::Node at = n["workload"]["dp_tokens"];
+    if (attn_dp <= 1) {
+      return r.Error(at, "workload.dp_tokens",
+                     "per-DP-group token counts need DP attention with dp > 1 "
+                     "(parallel.dp_attention: true); use workload.tokens otherwise");
+    }
+    if (static_cast<int>(s.workload.dp_tokens.size()) != attn_dp) {
+      return r.Error(at, "workload.dp_tokens",
+                     absl::StrFormat("%d token lists for %d attention-DP groups: give one list "
+                                     "per group",
+                                     s.workload.dp_tokens.size(), attn_dp));
+    }
+  }
+  if (const int layers = s.workload.layers > 0 ? s.workload.layers : s.model.layers;
+      layers < s.parallel.pp) {
+    return r.Error(n["parallel"], "parallel.pp",
+                   absl::StrFormat("pp=%d stages but only %d layers: every stage needs a layer",
+                                   s.parallel.pp, layers));
+  }
+  if (n["faults"]) {
+    LS_RETURN_IF_ERROR(ParseFaults(r, n["faults"], static_cast<int>(world), &s.faults));
+  }
+  if (const YAML::Node t = n["timeouts"]) {
+    static constexpr std::string_view kTimeoutKeys[] = {"kernel_wait_ms", "watchdog_ms"};
+    LS_RETURN_IF_ERROR(r.CheckKeys(t, "timeouts", kTimeoutKeys));
+    LS_RETURN_IF_ERROR(
+        r.Double(t, "timeouts", "kernel_wait_ms", &s.timeouts.kernel_wait_ms, 1e-3, 1e9));
+    LS_RETURN_IF_ERROR(r.Double(t, "timeouts", "watchdog_ms", &s.timeouts.watchdog_ms, 1e-3, 1e9));
+  }
+  if (const YAML::Node e = n["expect"]) {
+    if (!e.IsScalar()) return r.Error(e, "expect", "expected a verdict name");
+    absl::StatusOr<Verdict> v = ParseVerdict(e.Scalar());
+    if (!v.ok()) return r.Error(e, "expect", std::string(v.status().message()));
+    s.expect = *v;
+  }
+  return s;
+}
+
+absl::StatusOr<Scenario> LoadScenarioFile(const std::string& path, const std::string& catalogue) {
+  absl::StatusOr<std::string> text = ReadFile(path);
+  if (!text.ok()) return text.status();
+  return ParseScenario(*text, path, catalogue.empty() ? FindCatalogue(path) : catalogue);
+}
+
+absl::StatusOr<HardwareSpec> LoadHardwareFile(const std::string& path) {
+  absl::StatusOr<std::string> text = ReadFile(path);
+  if (!text.ok()) return text.status();
+  absl::StatusOr<YAML::Node> root = LoadYaml(*text, path);
+  if (!root.ok()) return root.status();
+  HardwareSpec hw;
+  LS_RETURN_IF_ERROR(ParseHardwareNode(Reader(path), *root, "", &hw));
+  return hw;
+}
+
+absl::StatusOr<ModelSpec> LoadModelFile(const std::string& path) {
+  absl::StatusOr<std::string> text = ReadFile(path);
+  if (!text.ok()) return text.status();
+  absl::StatusOr<YAML::Node> root = LoadYaml(*text, path);
+  if (!root.ok()) return root.status();
+  ModelSpec m;
+  LS_RETURN_IF_ERROR(ParseModelNode(Reader(path), *root, "", &m));
+  return m;
+}
+
+std::string ScenarioToYaml(const Scenario& s) {
+  YAML::Emitter out;
+  out << YAML::BeginMap;
+  out << YAML::Key << "version" << YAML::Value << 1;
+  out << YAML::Key << "name" << YAML::Value << s.name;
+  if (!s.description.empty()) out << YAML::Key << "description" << YAML::Value << s.description;
+  auto hop = [&](const char* key, const HopSpec& h) {
+    out << YAML::Key << key << YAML::Value << YAML::Flow << YAML::BeginMap << YAML::Key
+        << "latency_us" << YAML::Value << h.latency_us << YAML::Key << "bandwidth_gbps"
+        << YAML::Value << h.bandwidth_gbps << YAML::EndMap;
+  };
+  const HardwareSpec& hw = s.hardware;
+  out << YAML::Key << "hardware" << YAML::Value << YAML::BeginMap;
+  out << YAML::Key << "name" << YAML::Value << hw.name;
+  out << YAML::Key << "gpus_per_node" << YAML::Value << hw.gpus_per_node;
+  out << YAML::Key << "nodes_per_domain" << YAML::Value << hw.nodes_per_domain;
+  out << YAML::Key << "max_gpus" << YAML::Value << hw.max_gpus;
+  out << YAML::Key << "nvlink" << YAML::Value << hw.nvlink;
+  out << YAML::Key << "tflops" << YAML::Value << hw.tflops;
+  out << YAML::Key << "hops" << YAML::Value << YAML::BeginMap;
+  hop("intra_node", hw.intra_node);
+  hop("intra_domain", hw.intra_domain);
+  hop("network", hw.network);
+  out << YAML::EndMap << YAML::EndMap;
+  const ParallelConfig& p = s.parallel;
+  out << YAML::Key << "parallel" << YAML::Value << YAML::Flow << YAML::BeginMap;
+  out << YAML::Key << "tp" << YAML::Value << p.tp << YAML::Key << "pp" << YAML::Value << p.pp;
+  out << YAML::Key << "dp" << YAML::Value << p.dp << YAML::Key << "ep" << YAML::Value << p.ep;
+  out << YAML::Key << "moe_dp" << YAML::Value << p.moe_dp << YAML::Key << "attn_cp" << YAML::Value
+      << p.attn_cp;
+  out << YAML::Key << "dp_attention" << YAML::Value << p.dp_attention << YAML::EndMap;
+  const ModelSpec& m = s.model;
+  out << YAML::Key << "model" << YAML::Value << YAML::BeginMap;
+  out << YAML::Key << "name" << YAML::Value << m.name;
+  out << YAML::Key << "hidden" << YAML::Value << m.hidden;
+  out << YAML::Key << "layers" << YAML::Value << m.layers;
+  out << YAML::Key << "moe" << YAML::Value << m.moe;
+  out << YAML::Key << "first_moe_layer" << YAML::Value << m.first_moe_layer;
+  out << YAML::Key << "ar_norm_fusion" << YAML::Value << m.ar_norm_fusion;
+  if (m.layer_gflops_per_token > 0) {
+    out << YAML::Key << "layer_gflops_per_token" << YAML::Value << m.layer_gflops_per_token;
+  }
+  out << YAML::EndMap;
+  const DispatchSpec& d = s.dispatch;
+  out << YAML::Key << "dispatch" << YAML::Value << YAML::BeginMap;
+  out << YAML::Key << "fused_backend" << YAML::Value << d.fused_backend;
+  out << YAML::Key << "max_tokens" << YAML::Value << d.max_tokens;
+  out << YAML::Key << "dtype" << YAML::Value << std::string(DTypeName(d.dtype));
+  out << YAML::Key << "custom_allreduce" << YAML::Value << d.custom_allreduce;
+  out << YAML::Key << "custom_max_bytes" << YAML::Value << d.custom_max_bytes;
+  out << YAML::Key << "policy" << YAML::Value << d.policy;
+  out << YAML::Key << "max_fused_norm_tokens" << YAML::Value << d.max_fused_norm_tokens;
+  out << YAML::EndMap;
+  const WorkloadSpec& w = s.workload;
+  out << YAML::Key << "workload" << YAML::Value << YAML::BeginMap;
+  out << YAML::Key << "steps" << YAML::Value << w.steps;
+  out << YAML::Key << "tokens" << YAML::Value << YAML::Flow << w.tokens;
+  if (!w.dp_tokens.empty()) {
+    out << YAML::Key << "dp_tokens" << YAML::Value << YAML::Flow << w.dp_tokens;
+  }
+  if (w.layers > 0) out << YAML::Key << "layers" << YAML::Value << w.layers;
+  out << YAML::Key << "embedding" << YAML::Value << w.embedding;
+  out << YAML::Key << "speculative" << YAML::Value << w.speculative;
+  out << YAML::Key << "data" << YAML::Value
+      << (w.data == DataMode::kNumeric ? "numeric" : "provenance");
+  out << YAML::Key << "ftz" << YAML::Value << w.ftz;
+  out << YAML::EndMap;
+  out << YAML::Key << "timeouts" << YAML::Value << YAML::Flow << YAML::BeginMap;
+  out << YAML::Key << "kernel_wait_ms" << YAML::Value << s.timeouts.kernel_wait_ms;
+  out << YAML::Key << "watchdog_ms" << YAML::Value << s.timeouts.watchdog_ms << YAML::EndMap;
+  if (!s.faults.empty()) {
+    out << YAML::Key << "faults" << YAML::Value << YAML::BeginSeq;
+    for (const FaultSpec& f : s.faults) {
+      out << YAML::Flow << YAML::BeginMap;
+      out << YAML::Key << "kind" << YAML::Value << f.kind;
+      if (!f.ranks.empty()) out << YAML::Key << "ranks" << YAML::Value << YAML::Flow << f.ranks;
+      if (f.at_call >= 0) out << YAML::Key << "at_call" << YAML::Value << f.at_call;
+      if (f.at_step >= 0) out << YAML::Key << "at_step" << YAML::Value << f.at_step;
+      for (const auto& [k, v] : f.params) out << YAML::Key << k << YAML::Value << v;
+      out << YAML::EndMap;
+    }
+    out << YAML::EndSeq;
+  }
+  if (s.expect) out << YAML::Key << "expect" << YAML::Value << std::string(VerdictName(*s.expect));
+  out << YAML::EndMap;
+  return std::string(out.c_str()) + "\n";
+}
+
+}  // namespace lockstep

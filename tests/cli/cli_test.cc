@@ -1,0 +1,165 @@
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "cli/commands.h"
+
+namespace lockstep::cli {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+struct Result {
+  int code;
+  std::string out;
+  std::string err;
+};
+
+Result RunLockstep(std::vector<std::string> args) {
+  args.insert(args.begin(), "lockstep");
+  std::ostringstream out, err;
+  const int code = Main(args, out, err);
+  return {code, out.str(), err.str()};
+}
+
+TEST(LayoutCommandTest, HybridLayoutShowsBothMoeGroupsAndTheMergedPlan) {
+  const Result r = RunLockstep({"layout", "--tp", "4", "--ep", "2"});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("moe_ep   roles moe_ep"));
+  EXPECT_THAT(r.out, HasSubstr("[0,2] [1,3]  <- workspace moe"));
+  EXPECT_THAT(r.out, HasSubstr("[0,1] [2,3]\n"));
+  EXPECT_THAT(r.out, HasSubstr("hybrid EP+TP: yes"));
+  EXPECT_THAT(r.out, HasSubstr("do not fuse: hybrid EP+TP"));
+  EXPECT_THAT(r.out, HasSubstr("plan: all-reduce over tp (EP and MoE-TP merged)"));
+}
+
+TEST(LayoutCommandTest, JsonListsEverySubgroup) {
+  const Result r = RunLockstep({"layout", "--tp=8", "--ep=2", "--json"});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["widths"]["moe_tp"], 4);
+  EXPECT_EQ(j["moe_workspace_group"], "moe_ep");
+  bool found = false;
+  for (const auto& g : j["groups"]) {
+    if (g["name"] == "moe_ep") {
+      found = true;
+      EXPECT_EQ(g["subgroups"], nlohmann::json::parse("[[0,4],[1,5],[2,6],[3,7]]"));
+      EXPECT_EQ(g["workspace"], "moe");
+    }
+  }
+  EXPECT_TRUE(found);
+}
+
+TEST(LayoutCommandTest, InvalidLayoutExitsTwoWithTheRule) {
+  const Result r = RunLockstep({"layout", "--tp", "6", "--ep", "4"});
+  EXPECT_EQ(r.code, kExitUsage);
+  EXPECT_THAT(r.err, HasSubstr("tp=6 is not divisible by ep*moe_dp"));
+  EXPECT_THAT(r.out, Not(HasSubstr("groups:")));
+}
+
+TEST(LayoutCommandTest, MisspelledFlagGetsASuggestion) {
+  const Result r = RunLockstep({"layout", "--tpp", "4"});
+  EXPECT_EQ(r.code, kExitUsage);
+  EXPECT_THAT(r.err, HasSubstr("unknown flag --tpp for 'lockstep layout'; did you mean 'tp'?"));
+}
+
+TEST(LayoutCommandTest, NonNumericValueIsRejected) {
+  const Result r = RunLockstep({"layout", "--tp", "four"});
+  EXPECT_EQ(r.code, kExitUsage);
+  EXPECT_THAT(r.err, HasSubstr("--tp expects an integer, got 'four'"));
+}
+
+TEST(LayoutCommandTest, UnknownPolicyListsKnownOnes) {
+  const Result r = RunLockstep({"layout", "--tp", "4", "--policy", "nope"});
+  EXPECT_EQ(r.code, kExitUsage);
+  EXPECT_THAT(r.err, HasSubstr("known policies: reference"));
+}
+
+std::string Catalogue(const std::string& name) {
+  return std::string(LOCKSTEP_SOURCE_DIR) + "/topologies/scenarios/" + name + ".yaml";
+}
+
+std::string ReadAll(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+TEST(SimCommandTest, HybridScenarioIsCleanAndExitsZero) {
+  const Result r = RunLockstep({"sim", Catalogue("tp4-ep2-qwen3-h200"), "--seed", "3"});
+  EXPECT_EQ(r.code, kExitOk) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("verdict: clean (expected clean)"));
+  EXPECT_THAT(r.out, HasSubstr("trace hash 0x"));
+}
+
+TEST(SimCommandTest, WritesAReplayableReportATraceAndNoDotWithoutAHang) {
+  const std::string dir = ::testing::TempDir();
+  const std::string report = dir + "/report.json", trace = dir + "/trace.json",
+                    dot = dir + "/graph.dot";
+  std::remove(dot.c_str());
+  const Result r = RunLockstep(
+      {"sim", Catalogue("tp8-llama3-h200"), "--report", report, "--trace", trace, "--dot", dot});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(ReadAll(report));
+  EXPECT_EQ(j["verdict"], "clean");
+  EXPECT_EQ(j["seed"], 1);
+  EXPECT_EQ(j["policy"], "reference");
+  EXPECT_THAT(j["scenario"]["yaml"].get<std::string>(), HasSubstr("gpus_per_node: 8"));
+  EXPECT_EQ(j["trace_hash"].get<std::string>().size(), 18u);
+  const nlohmann::json t = nlohmann::json::parse(ReadAll(trace));
+  EXPECT_GT(t["traceEvents"].size(), 100u);
+  EXPECT_TRUE(ReadAll(dot).empty());
+}
+
+TEST(SimCommandTest, JsonOutputIsTheReport) {
+  const Result r = RunLockstep({"sim", Catalogue("tp4-ep2-qwen3-h200"), "--json"});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["verdict"], "clean");
+}
+
+TEST(SimCommandTest, BadScenarioExitsTwoNamingFileAndLine) {
+  const std::string path = ::testing::TempDir() + "/bad.yaml";
+  std::ofstream(path) << "name: x\nhardware: h200x8\nparallel: {tp: 2}\nmodell: llama-3-70b\n";
+  const Result r =
+      RunLockstep({"sim", path, "--catalogue", std::string(LOCKSTEP_SOURCE_DIR) + "/topologies"});
+  EXPECT_EQ(r.code, kExitUsage);
+  EXPECT_THAT(r.err, HasSubstr("bad.yaml:4: modell: unknown key; did you mean 'model'?"));
+}
+
+TEST(SimCommandTest, MissingScenarioArgumentIsUsage) {
+  const Result r = RunLockstep({"sim"});
+  EXPECT_EQ(r.code, kExitUsage);
+  EXPECT_THAT(r.err, HasSubstr("needs SCENARIO"));
+}
+
+TEST(SimCommandTest, UnexpectedVerdictExitsOne) {
+  const std::string path = ::testing::TempDir() + "/expect_hang.yaml";
+  std::ofstream(path) << "name: x\nhardware: h200x8\nparallel: {tp: 2}\nmodel: llama-3-70b\n"
+                         "workload: {layers: 1}\nexpect: hang\n";
+  const Result r =
+      RunLockstep({"sim", path, "--catalogue", std::string(LOCKSTEP_SOURCE_DIR) + "/topologies"});
+  EXPECT_EQ(r.code, kExitUnexpected);
+  EXPECT_THAT(r.out, HasSubstr("verdict: clean (expected hang - NOT AS EXPECTED)"));
+}
+
+TEST(MainTest, UnknownCommandSuggestsTheClosestVerb) {
+  const Result r = RunLockstep({"layuot"});
+  EXPECT_EQ(r.code, kExitUsage);
+  EXPECT_THAT(r.err, HasSubstr("did you mean 'layout'?"));
+}
+
+TEST(MainTest, HelpListsCommandsAndExitsZero) {
+  const Result r = RunLockstep({"--help"});
+  EXPECT_EQ(r.code, kExitOk);
+  EXPECT_THAT(r.out, HasSubstr("layout"));
+}
+
+}  // namespace
+}  // namespace lockstep::cli
