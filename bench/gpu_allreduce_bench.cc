@@ -24,6 +24,7 @@
 #include "absl/strings/str_format.h"
 #include "dispatch/fused_launch.h"
 #include "kernels/cuda/allreduce_kernels.h"
+#include "kernels/cuda/cuda_status.h"
 #include "kernels/cuda/workspace.h"
 
 namespace lockstep::cuda {
@@ -32,13 +33,6 @@ namespace {
 constexpr int64_t kMaxBytes = int64_t{256} << 20;
 constexpr int64_t kNormHidden = 7168;
 constexpr int64_t kMaxNormTokens = 128;
-
-#define BENCH_CUDA(expr)                                                               \
-  do {                                                                                 \
-    if (cudaError_t e_ = (expr); e_ != cudaSuccess) {                                  \
-      return absl::InternalError(absl::StrFormat("%s: %s", #expr, CudaErrorText(e_))); \
-    }                                                                                  \
-  } while (0)
 
 struct Rig {
   int n = 0;
@@ -65,20 +59,20 @@ absl::Status Build(Rig& rig) {
   if (!group.ok()) return group.status();
   rig.ws = std::move(*group);
   for (int d : rig.devices) {
-    BENCH_CUDA(cudaSetDevice(d));
+    LOCKSTEP_RETURN_IF_CUDA_ERROR(cudaSetDevice(d));
     cudaStream_t s;
-    BENCH_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    LOCKSTEP_RETURN_IF_CUDA_ERROR(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
     rig.streams.push_back(s);
     void *i, *o, *r, *ro, *g;
-    BENCH_CUDA(cudaMalloc(&i, kMaxBytes));
-    BENCH_CUDA(cudaMalloc(&o, kMaxBytes));
-    BENCH_CUDA(cudaMalloc(&r, kMaxNormTokens * kNormHidden * 2));
-    BENCH_CUDA(cudaMalloc(&ro, kMaxNormTokens * kNormHidden * 2));
-    BENCH_CUDA(cudaMalloc(&g, kNormHidden * 2));
+    LOCKSTEP_RETURN_IF_CUDA_ERROR(cudaMalloc(&i, kMaxBytes));
+    LOCKSTEP_RETURN_IF_CUDA_ERROR(cudaMalloc(&o, kMaxBytes));
+    LOCKSTEP_RETURN_IF_CUDA_ERROR(cudaMalloc(&r, kMaxNormTokens * kNormHidden * 2));
+    LOCKSTEP_RETURN_IF_CUDA_ERROR(cudaMalloc(&ro, kMaxNormTokens * kNormHidden * 2));
+    LOCKSTEP_RETURN_IF_CUDA_ERROR(cudaMalloc(&g, kNormHidden * 2));
     // Small positive values: sums stay finite, nothing is the −0 sentinel.
-    BENCH_CUDA(cudaMemset(i, 0x3c, kMaxBytes));
-    BENCH_CUDA(cudaMemset(r, 0x3c, kMaxNormTokens * kNormHidden * 2));
-    BENCH_CUDA(cudaMemset(g, 0x3c, kNormHidden * 2));
+    LOCKSTEP_RETURN_IF_CUDA_ERROR(cudaMemset(i, 0x3c, kMaxBytes));
+    LOCKSTEP_RETURN_IF_CUDA_ERROR(cudaMemset(r, 0x3c, kMaxNormTokens * kNormHidden * 2));
+    LOCKSTEP_RETURN_IF_CUDA_ERROR(cudaMemset(g, 0x3c, kNormHidden * 2));
     rig.in.push_back(i);
     rig.out.push_back(o);
     rig.residual.push_back(r);
@@ -91,8 +85,8 @@ absl::Status Build(Rig& rig) {
     return absl::InternalError(absl::StrFormat("ncclCommInitAll: %s", ncclGetErrorString(r)));
   }
   for (int d : rig.devices) {
-    BENCH_CUDA(cudaSetDevice(d));
-    BENCH_CUDA(cudaDeviceSynchronize());
+    LOCKSTEP_RETURN_IF_CUDA_ERROR(cudaSetDevice(d));
+    LOCKSTEP_RETURN_IF_CUDA_ERROR(cudaDeviceSynchronize());
   }
   return absl::OkStatus();
 }
@@ -150,40 +144,40 @@ absl::StatusOr<double> TimeGraphs(Rig& rig, const Enqueue& enqueue, int calls, i
   std::vector<cudaGraph_t> graphs(static_cast<size_t>(rig.n));
   std::vector<cudaGraphExec_t> execs(static_cast<size_t>(rig.n));
   for (int d = 0; d < rig.n; ++d) {
-    BENCH_CUDA(cudaSetDevice(d));
-    BENCH_CUDA(
+    LOCKSTEP_RETURN_IF_CUDA_ERROR(cudaSetDevice(d));
+    LOCKSTEP_RETURN_IF_CUDA_ERROR(
         cudaStreamBeginCapture(rig.streams[static_cast<size_t>(d)], cudaStreamCaptureModeRelaxed));
   }
   absl::Status enqueued = absl::OkStatus();
   for (int c = 0; c < calls && enqueued.ok(); ++c) enqueued = enqueue();
   for (int d = 0; d < rig.n; ++d) {
-    BENCH_CUDA(cudaSetDevice(d));
-    BENCH_CUDA(
+    LOCKSTEP_RETURN_IF_CUDA_ERROR(cudaSetDevice(d));
+    LOCKSTEP_RETURN_IF_CUDA_ERROR(
         cudaStreamEndCapture(rig.streams[static_cast<size_t>(d)], &graphs[static_cast<size_t>(d)]));
   }
   if (!enqueued.ok()) return enqueued;
   for (int d = 0; d < rig.n; ++d) {
-    BENCH_CUDA(cudaSetDevice(d));
-    BENCH_CUDA(
+    LOCKSTEP_RETURN_IF_CUDA_ERROR(cudaSetDevice(d));
+    LOCKSTEP_RETURN_IF_CUDA_ERROR(
         cudaGraphInstantiate(&execs[static_cast<size_t>(d)], graphs[static_cast<size_t>(d)], 0));
   }
   std::vector<cudaEvent_t> start(static_cast<size_t>(rig.n)), stop(static_cast<size_t>(rig.n));
   for (int d = 0; d < rig.n; ++d) {
-    BENCH_CUDA(cudaSetDevice(d));
-    BENCH_CUDA(cudaEventCreate(&start[static_cast<size_t>(d)]));
-    BENCH_CUDA(cudaEventCreate(&stop[static_cast<size_t>(d)]));
+    LOCKSTEP_RETURN_IF_CUDA_ERROR(cudaSetDevice(d));
+    LOCKSTEP_RETURN_IF_CUDA_ERROR(cudaEventCreate(&start[static_cast<size_t>(d)]));
+    LOCKSTEP_RETURN_IF_CUDA_ERROR(cudaEventCreate(&stop[static_cast<size_t>(d)]));
   }
   auto replay = [&](bool timed) -> absl::Status {
     for (int d = 0; d < rig.n; ++d) {
       const auto i = static_cast<size_t>(d);
-      BENCH_CUDA(cudaSetDevice(d));
-      if (timed) BENCH_CUDA(cudaEventRecord(start[i], rig.streams[i]));
-      BENCH_CUDA(cudaGraphLaunch(execs[i], rig.streams[i]));
-      if (timed) BENCH_CUDA(cudaEventRecord(stop[i], rig.streams[i]));
+      LOCKSTEP_RETURN_IF_CUDA_ERROR(cudaSetDevice(d));
+      if (timed) LOCKSTEP_RETURN_IF_CUDA_ERROR(cudaEventRecord(start[i], rig.streams[i]));
+      LOCKSTEP_RETURN_IF_CUDA_ERROR(cudaGraphLaunch(execs[i], rig.streams[i]));
+      if (timed) LOCKSTEP_RETURN_IF_CUDA_ERROR(cudaEventRecord(stop[i], rig.streams[i]));
     }
     for (int d = 0; d < rig.n; ++d) {
-      BENCH_CUDA(cudaSetDevice(d));
-      BENCH_CUDA(cudaStreamSynchronize(rig.streams[static_cast<size_t>(d)]));
+      LOCKSTEP_RETURN_IF_CUDA_ERROR(cudaSetDevice(d));
+      LOCKSTEP_RETURN_IF_CUDA_ERROR(cudaStreamSynchronize(rig.streams[static_cast<size_t>(d)]));
     }
     return absl::OkStatus();
   };
@@ -194,7 +188,7 @@ absl::StatusOr<double> TimeGraphs(Rig& rig, const Enqueue& enqueue, int calls, i
     float slowest = 0;
     for (int d = 0; d < rig.n; ++d) {
       float ms = 0;
-      BENCH_CUDA(
+      LOCKSTEP_RETURN_IF_CUDA_ERROR(
           cudaEventElapsedTime(&ms, start[static_cast<size_t>(d)], stop[static_cast<size_t>(d)]));
       slowest = std::max(slowest, ms);
     }
@@ -219,7 +213,7 @@ int CallsFor(int64_t bytes) {
 
 absl::Status CheckStatuses(Rig& rig, const LamportOptions& o, int64_t elems) {
   for (int d = 0; d < rig.n; ++d) {
-    BENCH_CUDA(cudaSetDevice(d));
+    LOCKSTEP_RETURN_IF_CUDA_ERROR(cudaSetDevice(d));
     const LamportLaunch l = MakeLaunch(rig, d, elems, o);
     if (absl::Status s = CheckLamportStatus(l, rig.streams[static_cast<size_t>(d)]); !s.ok()) {
       return s;
@@ -272,7 +266,7 @@ void TimeLamport(benchmark::State& state, Rig& rig, int64_t elems, const Lamport
       state, rig, elems * 2,
       [&]() -> absl::Status {
         for (int d = 0; d < rig.n; ++d) {
-          BENCH_CUDA(cudaSetDevice(d));
+          LOCKSTEP_RETURN_IF_CUDA_ERROR(cudaSetDevice(d));
           if (absl::Status s =
                   LaunchLamport(MakeLaunch(rig, d, elems, o), rig.streams[static_cast<size_t>(d)]);
               !s.ok()) {
@@ -340,7 +334,7 @@ void BM_NcclThenRmsNorm(benchmark::State& state) {
     if (absl::Status s = EnqueueNccl(rig, elems); !s.ok()) return s;
     for (int d = 0; d < rig.n; ++d) {
       const auto i = static_cast<size_t>(d);
-      BENCH_CUDA(cudaSetDevice(d));
+      LOCKSTEP_RETURN_IF_CUDA_ERROR(cudaSetDevice(d));
       // out = allreduce; norm(out + residual) -> in (the norm output buffer).
       if (absl::Status s = LaunchResidualRmsNorm(
               rig.out[i], rig.residual[i], rig.gamma[i], rig.in[i], rig.residual_out[i], tokens,
@@ -364,7 +358,7 @@ void BM_PeerCopy(benchmark::State& state) {
   RunTimed(state, rig, bytes, [&]() -> absl::Status {
     for (int d = 0; d < rig.n; ++d) {
       const auto i = static_cast<size_t>(d);
-      BENCH_CUDA(cudaSetDevice(d));
+      LOCKSTEP_RETURN_IF_CUDA_ERROR(cudaSetDevice(d));
       void* peer = rig.out[static_cast<size_t>((d + 1) % rig.n)];
       if (absl::Status s = LaunchCopy(peer, rig.in[i], bytes, 2 * sms, rig.streams[i]); !s.ok()) {
         return s;

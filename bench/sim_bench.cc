@@ -147,7 +147,7 @@ void BM_HangReportLatency(benchmark::State& state) {
     SimOptions o;
     o.keep_trace = false;
     o.customize = [&idle](SimRun& run) {
-      run.ranks[3].attn_workspace.initialized = false;  // rank 3 takes NCCL
+      run.ranks[3].wiring.attn_workspace.initialized = false;  // rank 3 takes NCCL
       run.ctx.scheduler.set_on_idle([&idle] { idle = std::chrono::steady_clock::now(); });
     };
     PolicyRegistry registry;

@@ -1,5 +1,9 @@
 #include "dispatch/decision.h"
 
+#include <array>
+#include <iterator>
+#include <utility>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "dispatch/stable_hash.h"
@@ -175,78 +179,145 @@ std::vector<Predicate> DifferingPredicates(const DecisionRecord& a, const Decisi
   return out;
 }
 
+namespace {
+
+std::string Bool(bool b) { return b ? "true" : "false"; }
+
+// The scalar fields of a record, as DecisionFields() lists them after the
+// predicates.
+constexpr DecisionField kScalarFields[] = {
+    {"seq", true, [](const DecisionRecord& r) { return r.seq; },
+     [](const DecisionRecord& r, const ParallelLayout*) { return absl::StrCat("seq=", r.seq); }},
+    {"group", true, [](const DecisionRecord& r) { return uint64_t{r.group.value}; },
+     [](const DecisionRecord& r, const ParallelLayout* l) {
+       return absl::StrCat("group=", PeersText(r.group, l));
+     }},
+    {"backend", true, [](const DecisionRecord& r) { return static_cast<uint64_t>(r.backend); },
+     [](const DecisionRecord& r, const ParallelLayout*) {
+       return absl::StrFormat("backend=%s", BackendKindName(r.backend));
+     }},
+    {"algorithm", true, [](const DecisionRecord& r) { return static_cast<uint64_t>(r.algorithm); },
+     [](const DecisionRecord& r, const ParallelLayout*) {
+       return absl::StrFormat("algorithm=%s", AlgorithmName(r.algorithm));
+     }},
+    {"blocks", true, [](const DecisionRecord& r) { return static_cast<uint64_t>(r.blocks); },
+     [](const DecisionRecord& r, const ParallelLayout*) {
+       return absl::StrCat("blocks=", r.blocks);
+     }},
+    {"fp32_acc", true, [](const DecisionRecord& r) { return uint64_t{r.fp32_acc}; },
+     [](const DecisionRecord& r, const ParallelLayout*) {
+       return absl::StrCat("fp32_acc=", Bool(r.fp32_acc));
+     }},
+    {"kernel_flags", true, [](const DecisionRecord& r) { return uint64_t{r.kernel_flags}; },
+     [](const DecisionRecord& r, const ParallelLayout*) {
+       return absl::StrFormat("sanitize_inputs=%s exact_sentinel=%s verify_clear=%s",
+                              Bool(r.kernel_flags & kSanitizeInputs),
+                              Bool(r.kernel_flags & kExactSentinel),
+                              Bool(r.kernel_flags & kVerifyClear));
+     }},
+    {"ndim", true,
+     [](const DecisionRecord& r) { return static_cast<uint64_t>(r.call.tensor.ndim); },
+     [](const DecisionRecord& r, const ParallelLayout*) {
+       return absl::StrCat("ndim=", r.call.tensor.ndim);
+     }},
+    {"tokens", true,
+     [](const DecisionRecord& r) { return static_cast<uint64_t>(r.call.tensor.tokens()); },
+     [](const DecisionRecord& r, const ParallelLayout*) {
+       return absl::StrCat("tokens=", r.call.tensor.tokens());
+     }},
+    {"hidden", true,
+     [](const DecisionRecord& r) { return static_cast<uint64_t>(r.call.tensor.hidden()); },
+     [](const DecisionRecord& r, const ParallelLayout*) {
+       return absl::StrCat("hidden=", r.call.tensor.hidden());
+     }},
+    {"dtype", true,
+     [](const DecisionRecord& r) { return static_cast<uint64_t>(r.call.tensor.dtype); },
+     [](const DecisionRecord& r, const ParallelLayout*) {
+       return absl::StrFormat("dtype=%s", DTypeName(r.call.tensor.dtype));
+     }},
+    {"contiguous", true, [](const DecisionRecord& r) { return uint64_t{r.call.tensor.contiguous}; },
+     [](const DecisionRecord& r, const ParallelLayout*) {
+       return absl::StrCat("contiguous=", Bool(r.call.tensor.contiguous));
+     }},
+    {"workspace_peers", true,
+     [](const DecisionRecord& r) { return uint64_t{r.workspace_group.value}; },
+     [](const DecisionRecord& r, const ParallelLayout* l) {
+       return absl::StrCat("workspace_peers=", PeersText(r.workspace_group, l));
+     }},
+    {"workspace_generation", true,
+     [](const DecisionRecord& r) { return uint64_t{r.workspace_generation}; },
+     [](const DecisionRecord& r, const ParallelLayout*) {
+       return absl::StrCat("workspace_generation=", r.workspace_generation);
+     }},
+    {"max_tokens", true,
+     [](const DecisionRecord& r) { return static_cast<uint64_t>(r.workspace_capacity.max_tokens); },
+     [](const DecisionRecord& r, const ParallelLayout*) {
+       return absl::StrCat("max_tokens=", r.workspace_capacity.max_tokens);
+     }},
+    {"workspace_hidden", true,
+     [](const DecisionRecord& r) { return static_cast<uint64_t>(r.workspace_capacity.hidden); },
+     [](const DecisionRecord& r, const ParallelLayout*) {
+       return absl::StrCat("workspace_hidden=", r.workspace_capacity.hidden);
+     }},
+    {"workspace_dtype", true,
+     [](const DecisionRecord& r) { return static_cast<uint64_t>(r.workspace_capacity.dtype); },
+     [](const DecisionRecord& r, const ParallelLayout*) {
+       return absl::StrFormat("workspace_dtype=%s", DTypeName(r.workspace_capacity.dtype));
+     }},
+    // Context the decision must not depend on: named when decisions differ, as
+    // a likely cause, but not part of what must agree.
+    {"tracing", false, [](const DecisionRecord& r) { return uint64_t{r.call.context.tracing}; },
+     [](const DecisionRecord& r, const ParallelLayout*) {
+       return absl::StrCat("tracing=", Bool(r.call.context.tracing));
+     }},
+    {"graph_capture", false,
+     [](const DecisionRecord& r) { return uint64_t{r.call.context.graph_capture}; },
+     [](const DecisionRecord& r, const ParallelLayout*) {
+       return absl::StrCat("graph_capture=", Bool(r.call.context.graph_capture));
+     }},
+};
+
+// A predicate as a field: its value is evaluated (bit 1) and held (bit 0).
+template <int P>
+uint64_t PredicateValue(const DecisionRecord& r) {
+  return (uint64_t{r.Evaluated(static_cast<Predicate>(P))} << 1) |
+         uint64_t{r.Held(static_cast<Predicate>(P))};
+}
+template <int P>
+std::string PredicateText(const DecisionRecord& r, const ParallelLayout* layout) {
+  return DescribePredicate(r, static_cast<Predicate>(P), layout);
+}
+
+template <int... P>
+std::array<DecisionField, sizeof...(P) + std::size(kScalarFields)> AllFields(
+    std::integer_sequence<int, P...>) {
+  std::array<DecisionField, sizeof...(P) + std::size(kScalarFields)> all{DecisionField{
+      PredicateName(static_cast<Predicate>(P)), true, &PredicateValue<P>, &PredicateText<P>}...};
+  for (size_t i = 0; i < std::size(kScalarFields); ++i) all[sizeof...(P) + i] = kScalarFields[i];
+  return all;
+}
+
+}  // namespace
+
+std::span<const DecisionField> DecisionFields() {
+  static const auto fields = AllFields(std::make_integer_sequence<int, kNumPredicates>());
+  return fields;
+}
+
 std::vector<std::string> DescribeDifferences(const DecisionRecord& a, const DecisionRecord& b,
                                              const ParallelLayout* layout) {
   std::vector<std::string> out;
-  for (Predicate p : DifferingPredicates(a, b)) {
-    if (a.Evaluated(p)) out.push_back(DescribePredicate(a, p, layout));
-  }
-  const TensorDesc& x = a.call.tensor;
-  const TensorDesc& y = b.call.tensor;
-  if (x.ndim != y.ndim) out.push_back(absl::StrFormat("ndim=%d", x.ndim));
-  if (x.tokens() != y.tokens()) out.push_back(absl::StrFormat("tokens=%d", x.tokens()));
-  if (x.hidden() != y.hidden()) out.push_back(absl::StrFormat("hidden=%d", x.hidden()));
-  if (x.dtype != y.dtype) out.push_back(absl::StrFormat("dtype=%s", DTypeName(x.dtype)));
-  if (x.contiguous != y.contiguous) {
-    out.push_back(absl::StrFormat("contiguous=%s", x.contiguous ? "true" : "false"));
-  }
-  if (a.call.context.tracing != b.call.context.tracing) {
-    out.push_back(absl::StrFormat("tracing=%s", a.call.context.tracing ? "true" : "false"));
-  }
-  if (a.call.context.graph_capture != b.call.context.graph_capture) {
-    out.push_back(
-        absl::StrFormat("graph_capture=%s", a.call.context.graph_capture ? "true" : "false"));
-  }
-  if (a.algorithm != b.algorithm) {
-    out.push_back(absl::StrFormat("algorithm=%s", AlgorithmName(a.algorithm)));
-  }
-  if (a.blocks != b.blocks) out.push_back(absl::StrFormat("blocks=%d", a.blocks));
-  if (a.kernel_flags != b.kernel_flags) {
-    out.push_back(absl::StrFormat("sanitize_inputs=%s exact_sentinel=%s verify_clear=%s",
-                                  (a.kernel_flags & kSanitizeInputs) ? "true" : "false",
-                                  (a.kernel_flags & kExactSentinel) ? "true" : "false",
-                                  (a.kernel_flags & kVerifyClear) ? "true" : "false"));
-  }
-  if (a.fp32_acc != b.fp32_acc) {
-    out.push_back(absl::StrFormat("fp32_acc=%s", a.fp32_acc ? "true" : "false"));
-  }
-  if (a.workspace_group != b.workspace_group) {
-    out.push_back(absl::StrFormat("workspace_peers=%s",
-                                  a.workspace_group.valid() && layout != nullptr
-                                      ? layout->PeersToString(a.workspace_group)
-                                      : absl::StrFormat("group#%d", a.workspace_group.value)));
-  }
-  if (a.workspace_generation != b.workspace_generation) {
-    out.push_back(absl::StrFormat("workspace_generation=%d", a.workspace_generation));
-  }
-  if (a.workspace_capacity.max_tokens != b.workspace_capacity.max_tokens) {
-    out.push_back(absl::StrFormat("max_tokens=%d", a.workspace_capacity.max_tokens));
+  for (const DecisionField& f : DecisionFields()) {
+    if (f.value(a) != f.value(b)) out.push_back(f.describe(a, layout));
   }
   return out;
 }
 
 uint64_t DecisionFingerprint(const DecisionRecord& r) {
-  const TensorDesc& t = r.call.tensor;
   StableHasher h;
-  h.Add(r.seq)
-      .Add(r.group.value)
-      .Add(static_cast<uint64_t>(r.backend))
-      .Add(static_cast<uint64_t>(r.algorithm))
-      .Add(static_cast<uint64_t>(r.blocks))
-      .Add(r.fp32_acc)
-      .Add(r.kernel_flags)
-      .Add(r.evaluated)
-      .Add(r.held)
-      .Add(static_cast<uint64_t>(t.ndim))
-      .Add(static_cast<uint64_t>(t.tokens()))
-      .Add(static_cast<uint64_t>(t.hidden()))
-      .Add(static_cast<uint64_t>(t.dtype))
-      .Add(t.contiguous)
-      .Add(r.workspace_group.value)
-      .Add(r.workspace_generation)
-      .Add(static_cast<uint64_t>(r.workspace_capacity.max_tokens))
-      .Add(static_cast<uint64_t>(r.workspace_capacity.hidden))
-      .Add(static_cast<uint64_t>(r.workspace_capacity.dtype));
+  for (const DecisionField& f : DecisionFields()) {
+    if (f.fingerprinted) h.Add(f.value(r));
+  }
   return h.digest();
 }
 

@@ -8,6 +8,7 @@
 #include <array>
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -127,17 +128,34 @@ std::string ExplainDecision(const DecisionRecord& record, const ParallelLayout* 
 // same call on two ranks, in evaluation order.
 std::vector<Predicate> DifferingPredicates(const DecisionRecord& a, const DecisionRecord& b);
 
+// One field of a decision record, as reports compare it. DescribeDifferences
+// and DecisionFingerprint both read this one list, so whatever makes two
+// fingerprints differ is named: every predicate (evaluated and held), then the
+// call, the launch choices and the workspace the call was checked against.
+struct DecisionField {
+  std::string_view name;  // "tokens"; a predicate's PredicateName()
+  // Part of what every rank of the group must agree on (the fingerprint).
+  // Context a decision must not depend on (tracing, graph capture) is named
+  // when it differs but not fingerprinted.
+  bool fingerprinted;
+  uint64_t (*value)(const DecisionRecord&);
+  // "tokens=5", "workspace_initialized=false": the field on one side.
+  std::string (*describe)(const DecisionRecord&, const ParallelLayout*);
+};
+std::span<const DecisionField> DecisionFields();
+
 // What differs between `mine` and `other` (two ranks' records of the same
-// call), named from `mine`'s side: the predicates whose results differ
-// ("workspace_initialized=false"), then the call inputs and launch choices
-// that differ ("tokens=5", "blocks=4"). Empty when the records agree.
+// call), named from `mine`'s side, in DecisionFields() order: predicates
+// ("workspace_initialized=false", "tokens_fit not evaluated"), then call
+// inputs and launch choices ("tokens=5", "blocks=4"). Empty when the records
+// agree; never empty when their fingerprints differ.
 std::vector<std::string> DescribeDifferences(const DecisionRecord& mine,
                                              const DecisionRecord& other,
                                              const ParallelLayout* layout = nullptr);
 
-// A 64-bit digest of everything a rank-invariant decision must agree on:
-// backend, algorithm, launch shape, predicate results and inputs. Stable
-// across runs and machines (no seeded hashing).
+// A 64-bit digest of the fingerprinted DecisionFields(): everything a
+// rank-invariant decision must agree on. Stable across runs and machines (no
+// seeded hashing).
 uint64_t DecisionFingerprint(const DecisionRecord& record);
 
 }  // namespace lockstep

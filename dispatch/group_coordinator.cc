@@ -36,6 +36,9 @@ absl::Status GroupCoordinator::AllReduce(Tensor& tensor, DecisionRecord* record_
     return absl::FailedPreconditionError("group '" + name_ +
                                          "' has no NCCL backend to end its all-reduce chain");
   }
+  if (hook_ != nullptr) {
+    if (absl::Status s = hook_->BeforeExecute(record, *chosen); !s.ok()) return s;
+  }
   return policy_->Execute(backends_, *chosen, tensor, record);
 }
 

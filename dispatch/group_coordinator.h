@@ -15,6 +15,16 @@
 
 namespace lockstep {
 
+// Sees every call of a coordinator between its decision and its execution:
+// where a runtime checks that the group's members decided alike (the hardware
+// runner's --consistency), or hands the chosen backend its launch operands.
+// An error it returns is the call's error and nothing runs.
+class CallHook {
+ public:
+  virtual ~CallHook() = default;
+  virtual absl::Status BeforeExecute(const DecisionRecord& record, CommBackend& chosen) = 0;
+};
+
 class GroupCoordinator {
  public:
   // `group` is the rank's peer set in this group object; `policy` and the
@@ -41,6 +51,10 @@ class GroupCoordinator {
   // time. Consumes a sequence number like AllReduce.
   CommBackend* Decide(const CallDesc& call, DecisionRecord& record);
 
+  // The hook AllReduce calls between deciding and executing (null: none). Not
+  // owned.
+  void set_call_hook(CallHook* hook) { hook_ = hook; }
+
  private:
   std::string name_;
   GroupId group_;
@@ -49,6 +63,7 @@ class GroupCoordinator {
   WorkspaceKind hint_;
   GroupBackends backends_;
   const DispatchPolicy* policy_;
+  CallHook* hook_ = nullptr;
   uint64_t next_seq_ = 0;
 };
 

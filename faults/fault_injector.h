@@ -1,16 +1,20 @@
 // FaultInjector: the SimFaultPlan built from a list of declared faults (a
-// scenario's `faults:`, or a swarm draw). Every fault acts through the
-// simulator's hooks: rank-local state, tags and bindings at set-up; errors,
-// deaths and delays at the seam; lost, late and uncleared stores in the
-// protocol memory model.
+// scenario's `faults:`, or a swarm draw). Generic over the kinds: at each hook
+// it applies the effect (faults/fault_kinds.h) of every fault whose kind acts
+// at that stage and whose ranks and placement match. Every fault acts
+// through the hosts' hooks: tags, bindings and local state at set-up; local
+// state and delays at step boundaries; errors and deaths at the backend seam;
+// input values; lost, late and uncleared stores in the protocol memory model.
+//
+//   absl::StatusOr<std::unique_ptr<FaultInjector>> plan =
+//       FaultInjector::Create(scenario, layout, scenario.faults);
+//   SimOptions options;
+//   options.faults = plan->get();
 
 #ifndef LOCKSTEP_FAULTS_FAULT_INJECTOR_H_
 #define LOCKSTEP_FAULTS_FAULT_INJECTOR_H_
 
-#include <map>
 #include <memory>
-#include <set>
-#include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -23,10 +27,8 @@ namespace lockstep::faults {
 
 class FaultInjector : public SimFaultPlan {
  public:
-  // Validates every fault (ValidateFault) and resolves defaults: a fault
-  // without ranks targets rank 1 (rank 0 in a one-rank world); kernel faults
-  // without at_call fire at the rank's call 3; parameters get the defaults
-  // documented in docs/FAULTS.md.
+  // Validates every fault (ValidateFault) and fills its defaults
+  // (WithDefaults).
   static absl::StatusOr<std::unique_ptr<FaultInjector>> Create(const Scenario& scenario,
                                                                const ParallelLayout& layout,
                                                                std::vector<FaultSpec> faults);
@@ -34,42 +36,39 @@ class FaultInjector : public SimFaultPlan {
   const std::vector<FaultSpec>& faults() const { return faults_; }
 
   void AdjustTags(const ParallelLayout& layout, WorkspaceTags& tags) override;
-  Binding BindWorkspaces(const ParallelLayout& layout, WorkspaceKind kind,
-                         GroupRole intended) override;
+  WorkspaceBinding BindWorkspaces(const ParallelLayout& layout, WorkspaceKind kind,
+                                  GroupRole intended) override;
   void InitLocalState(int rank, RankLocalState& state) override;
-  bool KillsRank(int rank, int64_t call) override;
-  void OnStep(SimRun& run, int rank, int step) override;
-  absl::Status BeforeBackendCall(int rank, int64_t call, const DecisionRecord& record) override;
-  uint8_t InputFlags(int rank, int64_t call) override;
+  void AtStepStart(int rank, int step, RankLocalState& state) override;
+  std::vector<int64_t> StragglerDelaysUs(int rank, int step) const override;
+  bool KillsRank(int rank, const CallPlace& place) override;
+  absl::Status BeforeBackendCall(int rank, const CallPlace& place,
+                                 const DecisionRecord& record) override;
+  uint8_t InputFlags(int rank, const CallPlace& place) override;
   bool ForcesFtz() const override;
   bool DropsPush(int rank, int target, uint64_t epoch) override;
   int DelaysPush(int rank, int target, uint64_t epoch) override;
   bool DropsClear(int rank, uint64_t epoch) override;
   bool DropsFlag(int rank, int target, uint64_t epoch) override;
 
-  // For hosts other than the simulator (the hardware runner): the local-state
-  // faults that start at `step` on `rank`, applied to `state`; and the delay
-  // (µs) a straggler fault adds to `rank`'s `step`.
-  void StepLocalState(int rank, int step, RankLocalState& state) const;
-  int64_t StragglerDelayUs(int rank, int step) const;
-
  private:
-  FaultInjector(const Scenario& scenario, std::vector<FaultSpec> faults);
-  // Faults of `kind` that target `rank`.
-  std::vector<const FaultSpec*> For(std::string_view kind, int rank) const;
-  bool Has(std::string_view kind) const;
-  int64_t Param(const FaultSpec& f, std::string_view name, int64_t fallback) const;
-  // Applies a rank-local-state fault to `state`.
-  void ApplyLocal(const FaultSpec& f, RankLocalState& state) const;
+  struct Active {
+    FaultSpec spec;
+    const FaultKindInfo* kind;
+    int64_t first_call = -1;  // kCall: the first call its placement matched
+    bool fired = false;       // one-shot memory faults: already struck
+  };
+  FaultInjector(const Scenario& scenario, std::vector<Active> faults);
+  // The faults of `stage` that strike `rank`, in declaration order.
+  template <class Fn>
+  void ForEach(FaultStage stage, int rank, Fn&& fn);
+  template <class Fn>
+  void ForEach(FaultStage stage, int rank, Fn&& fn) const;
 
   const Scenario& scenario_;
   std::vector<FaultSpec> faults_;
-  std::set<const FaultSpec*> fired_;  // one-shot faults that already fired
+  std::vector<Active> active_;
 };
-
-// Whether `kind`'s fault changes rank-local state (applied at set-up, or at
-// the start of `at_step`).
-bool IsLocalStateFault(std::string_view kind);
 
 }  // namespace lockstep::faults
 

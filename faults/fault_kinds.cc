@@ -2,17 +2,19 @@
 
 #include <algorithm>
 #include <array>
-#include <optional>
 
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "dispatch/dtype.h"
-#include "dispatch/workspace.h"
+#include "sim/memory/value.h"
 #include "sim/scenario/did_you_mean.h"
 
 namespace lockstep::faults {
 namespace {
+
+// --- Where a kind applies. ---
 
 bool Always(const Scenario&, const ParallelLayout&) { return true; }
 
@@ -40,72 +42,248 @@ bool TpDiffersFromAttentionTp(const Scenario& s, const ParallelLayout& l) {
   return s.dispatch.fused_backend && l.widths().attn_tp < l.widths().tp && l.widths().attn_tp > 1;
 }
 
-const std::array<FaultKindInfo, 25>& Table() {
-  static const std::array<FaultKindInfo, 25> kTable = {{
+// --- Effects. ---
+
+void TagBothMoeGroups(const ParallelLayout& layout, WorkspaceTags& tags) {
+  tags.by_object[static_cast<size_t>(layout.ObjectIndex(GroupRole::kMoeEp))] = WorkspaceKind::kMoe;
+  tags.by_object[static_cast<size_t>(layout.ObjectIndex(GroupRole::kMoeTp))] = WorkspaceKind::kMoe;
+}
+
+void TagTpGroup(const ParallelLayout& layout, WorkspaceTags& tags) {
+  tags.by_object[static_cast<size_t>(layout.ObjectIndex(GroupRole::kTp))] = WorkspaceKind::kAttnTp;
+}
+
+// A binding to an equal-size group of other peers. Which workspace: the
+// `workspace` parameter, else the MoE one when it has such a group, else the
+// attention one.
+template <uint32_t kGeneration>
+bool BindToOtherPeers(const FaultSpec& f, const Scenario& s, const ParallelLayout& layout,
+                      WorkspaceKind kind, GroupRole intended, WorkspaceBinding& binding) {
+  std::string target;
+  if (auto it = f.params.find("workspace"); it != f.params.end()) {
+    target = it->second;
+  } else {
+    const bool moe =
+        s.model.moe && EqualSizeOtherRole(layout, MoeWorkspaceRole(layout.widths())).has_value();
+    target = moe ? "moe" : "attn_tp";
+  }
+  if (target != WorkspaceKindName(kind)) return false;
+  const std::optional<GroupRole> role = EqualSizeOtherRole(layout, intended);
+  if (!role) return false;
+  binding = WorkspaceBinding{*role, kGeneration};
+  return true;
+}
+
+void WorkspaceInitializedView(const FaultSpec&, const Scenario&, RankLocalState& st) {
+  st.workspace_initialized_view = false;
+}
+void CapacityView(const FaultSpec& f, const Scenario& s, RankLocalState& st) {
+  int64_t smallest = s.workload.tokens.front();
+  for (int64_t t : s.workload.tokens) smallest = std::min(smallest, t);
+  st.max_tokens_view = ParamOr(f, "max_tokens", std::max<int64_t>(0, smallest - 1));
+}
+void DtypeSeen(const FaultSpec& f, const Scenario& s, RankLocalState& st) {
+  auto it = f.params.find("dtype");
+  absl::StatusOr<DType> d = it != f.params.end() ? ParseDType(it->second)
+                            : s.dispatch.dtype == DType::kFp32
+                                ? absl::StatusOr<DType>(DType::kBf16)
+                                : absl::StatusOr<DType>(DType::kFp32);
+  st.dtype_seen = d.ok() ? *d : DType::kFp32;
+}
+void TokenCountView(const FaultSpec& f, const Scenario&, RankLocalState& st) {
+  st.token_count_skew = ParamOr(f, "delta", 1);
+}
+void ContiguityView(const FaultSpec&, const Scenario&, RankLocalState& st) {
+  st.contiguous_view = false;
+}
+void BackendFlag(const FaultSpec&, const Scenario&, RankLocalState& st) {
+  st.fused_backend_flag = false;
+}
+void LibraryUnavailable(const FaultSpec&, const Scenario&, RankLocalState& st) {
+  st.library_loaded = false;
+}
+void TracingState(const FaultSpec&, const Scenario&, RankLocalState& st) { st.tracing = true; }
+void GraphCaptureState(const FaultSpec&, const Scenario&, RankLocalState& st) {
+  st.graph_capturing = true;
+}
+void SmCountDivergence(const FaultSpec& f, const Scenario&, RankLocalState& st) {
+  st.sm_count = static_cast<int>(ParamOr(f, "sm_count", 66));
+}
+void Fp32AccEnv(const FaultSpec&, const Scenario&, RankLocalState& st) { st.fp32_acc_env = true; }
+void WorkspaceAllocFailure(const FaultSpec&, const Scenario&, RankLocalState& st) {
+  st.workspace_allocated = false;
+}
+
+int64_t StragglerDelay(const FaultSpec& f) { return ParamOr(f, "delay_us", 200); }
+
+absl::Status LaunchFailure(const FaultSpec&, int rank, int64_t call, int64_t) {
+  return absl::InternalError(absl::StrFormat(
+      "CUDA error: unspecified launch failure (all-reduce call %d on rank %d)", call, rank));
+}
+absl::Status IllegalAddress(const FaultSpec&, int rank, int64_t, int64_t first) {
+  return absl::InternalError(absl::StrFormat(
+      "CUDA error: an illegal memory access was encountered (sticky since call %d on rank %d)",
+      first, rank));
+}
+
+bool LostWrite(const FaultSpec& f, uint64_t epoch) {
+  return static_cast<int64_t>(epoch) >= ParamOr(f, "epoch", 2);
+}
+int LateWrite(const FaultSpec& f) { return static_cast<int>(ParamOr(f, "steps", 25)); }
+bool UnclearedBuffer(const FaultSpec& f, uint64_t epoch) {
+  return static_cast<int64_t>(epoch) == ParamOr(f, "epoch", 2);
+}
+
+// --- Swarm draws (each in the order its rng calls were first written). ---
+
+void DrawNothing(const Scenario&, int64_t, Rng&, FaultSpec&) {}
+void DrawAtCall(const Scenario&, int64_t calls, Rng& rng, FaultSpec& f) {
+  f.at_call = static_cast<int64_t>(rng.Below(static_cast<uint64_t>(calls)));
+}
+void DrawMaybeAtStep(const Scenario& s, Rng& rng, FaultSpec& f) {
+  if (rng.Chance(1, 2)) {
+    f.at_step = static_cast<int64_t>(rng.Below(static_cast<uint64_t>(s.workload.steps)));
+  }
+}
+void DrawStepped(const Scenario& s, int64_t, Rng& rng, FaultSpec& f) { DrawMaybeAtStep(s, rng, f); }
+void DrawCapacity(const Scenario& s, int64_t, Rng& rng, FaultSpec& f) {
+  f.params["max_tokens"] =
+      absl::StrCat(rng.Below(static_cast<uint64_t>(s.dispatch.max_tokens) + 1));
+  DrawMaybeAtStep(s, rng, f);
+}
+void DrawDelta(const Scenario&, int64_t, Rng& rng, FaultSpec& f) {
+  f.params["delta"] = absl::StrCat(1 + rng.Below(8));
+}
+void DrawSmCount(const Scenario&, int64_t, Rng& rng, FaultSpec& f) {
+  f.params["sm_count"] = absl::StrCat(8 + rng.Below(256));
+}
+void DrawDelay(const Scenario&, int64_t, Rng& rng, FaultSpec& f) {
+  f.params["delay_us"] = absl::StrCat(1 + rng.Below(500));
+}
+void DrawLateSteps(const Scenario&, int64_t, Rng& rng, FaultSpec& f) {
+  f.params["steps"] = absl::StrCat(1 + rng.Below(100));
+}
+void DrawEpoch(const Scenario&, int64_t calls, Rng& rng, FaultSpec& f) {
+  f.params["epoch"] = absl::StrCat(2 + rng.Below(static_cast<uint64_t>(calls)));
+}
+
+using K = FaultKey;
+constexpr FaultParam kWorkspaceParam{"workspace",
+                                     "moe or attn_tp (default: moe where it has an equal-size "
+                                     "group of other peers, else attn_tp)"};
+constexpr FaultParam kEpochParam{"epoch", "the workspace call it strikes, 1-based (default 2)"};
+
+const std::vector<FaultKindInfo>& Table() {
+  static const std::vector<FaultKindInfo> kTable = {
       // --- Rank-divergent predicate inputs: raw local state. ---
       {"workspace_initialized_view",
        FaultCategory::kPredicateInput,
        Verdict::kClean,
        "the rank's own workspace-manager flag says uninitialised",
        "the reference reads the initialised state voted at rendezvous",
+       FaultStage::kLocalState,
+       {K::kAtStep},
        {},
-       &HasFusedBackend},
+       true,
+       &HasFusedBackend,
+       &DrawNothing,
+       {.local = &WorkspaceInitializedView}},
       {"capacity_view",
        FaultCategory::kPredicateInput,
        Verdict::kClean,
        "the rank's autotuner/allocator sees another max-tokens capacity (SGLang #23317)",
        "the reference checks capacity against the workspace's agreed capacity",
-       {"max_tokens"},
-       &HasFusedBackend},
+       FaultStage::kLocalState,
+       {K::kAtStep},
+       {{"max_tokens", "the capacity the rank sees (default: the smallest token count - 1)"}},
+       true,
+       &HasFusedBackend,
+       &DrawCapacity,
+       {.local = &CapacityView}},
       {"dtype_seen",
        FaultCategory::kPredicateInput,
        Verdict::kClean,
        "the rank's compile cache last saw another dtype",
        "the reference compares the call's dtype with the workspace's",
-       {"dtype"},
-       &HasFusedBackend},
+       FaultStage::kLocalState,
+       {K::kAtStep},
+       {{"dtype", "bf16, fp16 or fp32 (default: another than the scenario's)"}},
+       true,
+       &HasFusedBackend,
+       &DrawStepped,
+       {.local = &DtypeSeen}},
       {"token_count_view",
        FaultCategory::kPredicateInput,
        Verdict::kClean,
        "the rank's local token count differs from the one it padded to (DP attention)",
        "the reference pads to the all-gathered maximum",
-       {"delta"},
-       &HasDpAttention},
+       FaultStage::kLocalState,
+       {K::kAtStep},
+       {{"delta", "tokens added to the rank's local count (default 1)"}},
+       true,
+       &HasDpAttention,
+       &DrawDelta,
+       {.local = &TokenCountView}},
       {"contiguity_view",
        FaultCategory::kPredicateInput,
        Verdict::kClean,
        "the rank's cached contiguity of the activation says non-contiguous",
        "the reference reads the call's own tensor layout",
+       FaultStage::kLocalState,
+       {K::kAtStep},
        {},
-       &Always},
+       true,
+       &Always,
+       &DrawStepped,
+       {.local = &ContiguityView}},
       {"backend_flag",
        FaultCategory::kPredicateInput,
        Verdict::kClean,
        "the fused-backend flag reads false in the rank's environment",
        "the reference follows the server arguments, which every rank shares",
+       FaultStage::kLocalState,
+       {K::kAtStep},
        {},
-       &HasFusedBackend},
+       true,
+       &HasFusedBackend,
+       &DrawNothing,
+       {.local = &BackendFlag}},
       {"library_unavailable",
        FaultCategory::kPredicateInput,
        Verdict::kClean,
        "the fused-kernel library failed to import on the rank",
        "availability is voted: the fused path is off on every rank alike",
+       FaultStage::kInit,
        {},
-       &HasFusedBackend},
+       {},
+       true,
+       &HasFusedBackend,
+       &DrawNothing,
+       {.local = &LibraryUnavailable}},
       {"tracing_state",
        FaultCategory::kPredicateInput,
        Verdict::kClean,
        "the rank is inside torch.compile tracing while its peers are not",
        "the reference decides the same whether tracing or not",
+       FaultStage::kLocalState,
+       {K::kAtStep},
        {},
-       &Always},
+       true,
+       &Always,
+       &DrawStepped,
+       {.local = &TracingState}},
       {"graph_capture_state",
        FaultCategory::kPredicateInput,
        Verdict::kClean,
        "the rank is capturing a CUDA graph while its peers are not",
        "the reference decides the same whether capturing or not",
+       FaultStage::kLocalState,
+       {K::kAtStep},
        {},
-       &Always},
+       true,
+       &Always,
+       &DrawStepped,
+       {.local = &GraphCaptureState}},
       // --- Group bindings. ---
       {"workspace_bound_to_other_peers",
        FaultCategory::kGroupBinding,
@@ -113,117 +291,201 @@ const std::array<FaultKindInfo, 25>& Table() {
        "a workspace (`workspace`: moe or attn_tp) rendezvous on an equal-size group with other "
        "peers",
        "the exact peer-set check refuses the workspace on every rank alike",
-       {"workspace"},
-       &WorkspaceBindingHasOtherPeers},
+       FaultStage::kSetUp,
+       {},
+       {kWorkspaceParam},
+       true,
+       &WorkspaceBindingHasOtherPeers,
+       &DrawNothing,
+       {.bind = &BindToOtherPeers<0>}},
       {"stale_workspace_binding",
        FaultCategory::kGroupBinding,
        Verdict::kClean,
        "a workspace was re-initialised on an equal-size group with other peers",
        "the exact peer-set check compares the current binding and refuses it on every rank",
-       {"workspace"},
-       &WorkspaceBindingHasOtherPeers},
+       FaultStage::kSetUp,
+       {},
+       {kWorkspaceParam},
+       true,
+       &WorkspaceBindingHasOtherPeers,
+       &DrawNothing,
+       {.bind = &BindToOtherPeers<1>}},
       {"both_moe_groups_tagged",
        FaultCategory::kGroupBinding,
        Verdict::kClean,
        "the MoE-TP group is tagged with the EP-bound MoE workspace too",
        "the exact peer-set check refuses it for MoE-TP calls on every rank",
+       FaultStage::kSetUp,
        {},
-       &BothMoeGroupsDistinct},
+       {},
+       true,
+       &BothMoeGroupsDistinct,
+       &DrawNothing,
+       {.tags = &TagBothMoeGroups}},
       {"tp_group_tagged",
        FaultCategory::kGroupBinding,
        Verdict::kClean,
        "the full TP group is tagged with the attention-TP workspace under DP attention",
        "the workspace's world size and peers differ from TP's on every rank",
+       FaultStage::kSetUp,
        {},
-       &TpDiffersFromAttentionTp},
+       {},
+       true,
+       &TpDiffersFromAttentionTp,
+       &DrawNothing,
+       {.tags = &TagTpGroup}},
       // --- Kernel and hardware errors. ---
       {"kernel_launch_failure",
        FaultCategory::kKernel,
        Verdict::kFailStop,
        "the rank's all-reduce kernel fails to launch at one call",
        "the error propagates and the launcher stops the job; nothing falls back",
+       FaultStage::kCall,
+       {K::kAtCall, K::kAtStep},
        {},
-       &Always},
+       true,
+       &Always,
+       &DrawAtCall,
+       {.error = &LaunchFailure}},
       {"illegal_address",
        FaultCategory::kKernel,
        Verdict::kFailStop,
        "a sticky illegal-address error: every later kernel on the rank fails",
        "the first failing call raises; nothing falls back",
+       FaultStage::kCall,
+       {K::kAtCall, K::kAtStep},
        {},
-       &Always},
+       true,
+       &Always,
+       &DrawAtCall,
+       {.error = &IllegalAddress, .sticky = true}},
       {"rank_killed",
        FaultCategory::kKernel,
        Verdict::kFailStop,
        "the rank's process dies before one call and never arrives",
        "its peers' bounded waits and the NCCL watchdog fire, naming it",
+       FaultStage::kCall,
+       {K::kAtCall, K::kAtStep},
        {},
-       &Always},
+       true,
+       &Always,
+       &DrawAtCall,
+       {.kills = true}},
       {"straggler",
        FaultCategory::kKernel,
        Verdict::kClean,
-       "the rank runs late by `delay_us` each step and yields more often",
+       "the rank runs late by `delay_us` each step (or at `at_step` only) and yields more often",
        "every wait tolerates lateness; only the timeline moves",
-       {"delay_us"},
-       &Always},
+       FaultStage::kStep,
+       {K::kAtStep},
+       {{"delay_us", "µs added to the rank's step (default 200)"}},
+       true,
+       &Always,
+       &DrawDelay,
+       {.delay_us = &StragglerDelay}},
       {"lost_write",
        FaultCategory::kKernel,
        Verdict::kFailStop,
        "one Lamport push (or custom all-reduce flag) from the rank never lands",
        "the reader's bounded wait fires, naming the writer",
-       {"epoch"},
-       &HasFusedBackend},
+       FaultStage::kMemory,
+       {},
+       {kEpochParam},
+       false,
+       &HasFusedBackend,
+       &DrawEpoch,
+       {.drops_push = &LostWrite}},
       {"late_write",
        FaultCategory::kKernel,
        Verdict::kClean,
        "the rank's pushes land `steps` scheduling steps late",
        "Lamport polls wait for the data, however late",
-       {"steps"},
-       &HasFusedBackend},
+       FaultStage::kMemory,
+       {},
+       {{"steps", "scheduling steps each push lands late (default 25)"}},
+       false,
+       &HasFusedBackend,
+       &DrawLateSteps,
+       {.delays_push = &LateWrite}},
       {"uncleared_buffer",
        FaultCategory::kKernel,
        Verdict::kFailStop,
        "the clear of the previous Lamport buffer does not take on the rank",
        "the reference kernel reads the cleared range back and raises instead of reading stale data",
-       {"epoch"},
-       &HasFusedBackend},
+       FaultStage::kMemory,
+       {},
+       {kEpochParam},
+       false,
+       &HasFusedBackend,
+       &DrawEpoch,
+       {.drops_clear = &UnclearedBuffer}},
       {"negative_zero_inputs",
        FaultCategory::kKernel,
        Verdict::kClean,
        "the rank's inputs contain −0, the Lamport sentinel",
        "inputs are sanitised to +0 before they are pushed",
+       FaultStage::kInput,
+       {K::kAtCall, K::kAtStep},
        {},
-       &HasFusedBackend},
+       false,
+       &HasFusedBackend,
+       &DrawAtCall,
+       {.input_flags = kHasNegZero}},
       {"negative_subnormal_inputs",
        FaultCategory::kKernel,
        Verdict::kClean,
        "the rank's inputs contain a negative subnormal and the kernels run with flush-to-zero",
        "the sentinel test compares exact bits, so a subnormal is data",
+       FaultStage::kInput,
+       {K::kAtCall, K::kAtStep},
        {},
-       &HasFusedBackend},
+       false,
+       &HasFusedBackend,
+       &DrawAtCall,
+       {.input_flags = kHasNegSubnormal, .forces_ftz = true}},
       {"sm_count_divergence",
        FaultCategory::kPredicateInput,
        Verdict::kClean,
        "the rank's device reports another SM count (vLLM #43616)",
        "grids are sized from the message size only",
-       {"sm_count"},
-       &HasCustomAllReduce},
+       FaultStage::kLocalState,
+       {K::kAtStep},
+       {{"sm_count", "the SM count the rank's device reports (default 66)"}},
+       true,
+       &HasCustomAllReduce,
+       &DrawSmCount,
+       {.local = &SmCountDivergence}},
       {"fp32_acc_env",
        FaultCategory::kPredicateInput,
        Verdict::kClean,
        "an environment override asks the rank for fp32 accumulation",
        "the accumulation type is fixed by the decision, the same on every rank",
+       FaultStage::kLocalState,
+       {K::kAtStep},
        {},
-       &HasFusedBackend},
+       true,
+       &HasFusedBackend,
+       &DrawNothing,
+       {.local = &Fp32AccEnv}},
       // --- Initialisation. ---
       {"workspace_alloc_failure",
        FaultCategory::kInit,
        Verdict::kClean,
        "the rank fails to allocate its fusion workspace",
        "the failure is voted across the group: every rank falls back alike",
+       FaultStage::kInit,
        {},
-       &HasFusedBackend},
-  }};
+       {},
+       true,
+       &HasFusedBackend,
+       &DrawNothing,
+       {.local = &WorkspaceAllocFailure}},
+  };
   return kTable;
+}
+
+std::string JoinNames(const std::vector<std::string_view>& names) {
+  return absl::StrJoin(names, ", ", [](std::string* out, std::string_view v) { out->append(v); });
 }
 
 }  // namespace
@@ -242,6 +504,55 @@ std::string_view FaultCategoryName(FaultCategory category) {
   return "?";
 }
 
+std::string_view FaultStageName(FaultStage stage) {
+  switch (stage) {
+    case FaultStage::kSetUp:
+      return "set-up";
+    case FaultStage::kInit:
+      return "init";
+    case FaultStage::kLocalState:
+      return "local state";
+    case FaultStage::kStep:
+      return "step";
+    case FaultStage::kCall:
+      return "call";
+    case FaultStage::kInput:
+      return "input";
+    case FaultStage::kMemory:
+      return "memory";
+  }
+  return "?";
+}
+
+std::string_view FaultKeyName(FaultKey key) {
+  switch (key) {
+    case FaultKey::kAtCall:
+      return "at_call";
+    case FaultKey::kAtStep:
+      return "at_step";
+  }
+  return "?";
+}
+
+bool PlacedAt(const FaultSpec& f, const CallPlace& p) {
+  if (f.at_step >= 0) {
+    return p.step == f.at_step && p.call_in_step == std::max<int64_t>(0, f.at_call);
+  }
+  return f.at_call < 0 || p.call == f.at_call;
+}
+
+bool PlacedAtOrAfter(const FaultSpec& f, const CallPlace& p) {
+  if (f.at_step >= 0) {
+    return p.step > f.at_step ||
+           (p.step == f.at_step && p.call_in_step >= std::max<int64_t>(0, f.at_call));
+  }
+  return f.at_call < 0 || p.call >= f.at_call;
+}
+
+bool FaultKindInfo::Honours(FaultKey key) const {
+  return std::find(keys.begin(), keys.end(), key) != keys.end();
+}
+
 std::span<const FaultKindInfo> AllFaultKinds() { return Table(); }
 
 const FaultKindInfo* FindFaultKind(std::string_view name) {
@@ -249,6 +560,31 @@ const FaultKindInfo* FindFaultKind(std::string_view name) {
     if (k.name == name) return &k;
   }
   return nullptr;
+}
+
+std::string GpuInjectableKindsText() {
+  std::vector<std::string_view> names;
+  for (const FaultKindInfo& k : Table()) {
+    if (k.gpu_injectable) names.push_back(k.name);
+  }
+  return JoinNames(names);
+}
+
+int64_t ParamOr(const FaultSpec& f, std::string_view name, int64_t fallback) {
+  auto it = f.params.find(std::string(name));
+  int64_t v = fallback;
+  if (it != f.params.end() && absl::SimpleAtoi(it->second, &v)) return v;
+  return fallback;
+}
+
+FaultSpec WithDefaults(FaultSpec f, const ParallelLayout& layout) {
+  constexpr int64_t kDefaultCall = 3;
+  if (f.ranks.empty()) f.ranks.push_back(layout.world_size() > 1 ? 1 : 0);
+  const FaultKindInfo* kind = FindFaultKind(f.kind);
+  if (kind != nullptr && kind->stage == FaultStage::kCall && f.at_call < 0 && f.at_step < 0) {
+    f.at_call = kDefaultCall;
+  }
+  return f;
 }
 
 std::optional<GroupRole> EqualSizeOtherRole(const ParallelLayout& layout, GroupRole role) {
@@ -276,15 +612,33 @@ absl::Status ValidateFault(const Scenario& s, const ParallelLayout& layout, cons
         absl::StrFormat("%s: unknown fault kind '%s'%s (lockstep faults lists them)", where, f.kind,
                         DidYouMean(f.kind, names)));
   }
+  std::vector<std::string_view> keys;
+  for (FaultKey k : kind->keys) keys.push_back(FaultKeyName(k));
+  const std::string honoured =
+      keys.empty() ? "it takes no placement besides ranks"
+                   : absl::StrFormat("it is placed by ranks and %s", JoinNames(keys));
+  for (const auto& [key, given] : {std::pair{FaultKey::kAtCall, f.at_call >= 0},
+                                   std::pair{FaultKey::kAtStep, f.at_step >= 0}}) {
+    if (given && !kind->Honours(key)) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("%s: %s: fault '%s' does not honour this key (%s; stage: %s)", where,
+                          FaultKeyName(key), f.kind, honoured, FaultStageName(kind->stage)));
+    }
+  }
+  if (f.at_step >= s.workload.steps) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "%s: at_step: fault '%s' is placed at step %d but the run has %d step(s) (0-based): it "
+        "would never fire; lower at_step or raise workload.steps",
+        where, f.kind, f.at_step, s.workload.steps));
+  }
+  std::vector<std::string_view> param_names;
+  for (const FaultParam& p : kind->params) param_names.push_back(p.name);
   for (const auto& [key, value] : f.params) {
-    if (std::find(kind->params.begin(), kind->params.end(), key) == kind->params.end()) {
+    if (std::find(param_names.begin(), param_names.end(), key) == param_names.end()) {
       return absl::InvalidArgumentError(absl::StrFormat(
-          "%s: fault '%s' has no parameter '%s'%s", where, f.kind, key,
-          kind->params.empty()
-              ? std::string(" (it takes none besides ranks, at_call, at_step)")
-              : absl::StrFormat(" (it takes: %s)",
-                                absl::StrJoin(kind->params, ", ",
-                                              [](std::string* out, auto v) { out->append(v); }))));
+          "%s: %s: fault '%s' has no parameter '%s'%s", where, key, f.kind, key,
+          param_names.empty() ? absl::StrFormat(" (%s, and takes no parameters)", honoured)
+                              : absl::StrFormat(" (it takes: %s)", JoinNames(param_names))));
     }
     int64_t number = 0;
     if (key == "workspace") {

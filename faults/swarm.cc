@@ -2,7 +2,6 @@
 
 #include <algorithm>
 
-#include "absl/strings/str_cat.h"
 #include "faults/fault_kinds.h"
 #include "sim/runtime/rng.h"
 
@@ -36,31 +35,7 @@ std::vector<FaultSpec> DrawSwarmFaults(const Scenario& scenario, const ParallelL
     FaultSpec f;
     f.kind = std::string(kind->name);
     f.ranks.push_back(static_cast<int>(rng.Below(static_cast<uint64_t>(world))));
-    const std::string_view k = kind->name;
-    if (k == "kernel_launch_failure" || k == "illegal_address" || k == "rank_killed" ||
-        k == "negative_zero_inputs" || k == "negative_subnormal_inputs") {
-      f.at_call = static_cast<int64_t>(rng.Below(static_cast<uint64_t>(calls)));
-    }
-    if (k == "straggler") {
-      f.params["delay_us"] = absl::StrCat(1 + rng.Below(500));
-    } else if (k == "late_write") {
-      f.params["steps"] = absl::StrCat(1 + rng.Below(100));
-    } else if (k == "lost_write" || k == "uncleared_buffer") {
-      f.params["epoch"] = absl::StrCat(2 + rng.Below(static_cast<uint64_t>(calls)));
-    } else if (k == "capacity_view") {
-      f.params["max_tokens"] =
-          absl::StrCat(rng.Below(static_cast<uint64_t>(scenario.dispatch.max_tokens) + 1));
-    } else if (k == "token_count_view") {
-      f.params["delta"] = absl::StrCat(1 + rng.Below(8));
-    } else if (k == "sm_count_divergence") {
-      f.params["sm_count"] = absl::StrCat(8 + rng.Below(256));
-    }
-    if (k != "workspace_alloc_failure" && k != "library_unavailable" &&
-        (k == "capacity_view" || k == "tracing_state" || k == "graph_capture_state" ||
-         k == "dtype_seen" || k == "contiguity_view") &&
-        rng.Chance(1, 2)) {
-      f.at_step = static_cast<int64_t>(rng.Below(static_cast<uint64_t>(scenario.workload.steps)));
-    }
+    kind->draw(scenario, calls, rng, f);
     faults.push_back(std::move(f));
   }
   return faults;

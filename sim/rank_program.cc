@@ -6,8 +6,9 @@
 #include <vector>
 
 #include "absl/strings/str_format.h"
-#include "sim/sim_run.h"
+#include "sim/replica/dispatched_call.h"
 #include "sim/replica/workload_program.h"
+#include "sim/sim_run.h"
 
 namespace lockstep {
 namespace {
@@ -23,18 +24,27 @@ class SimHost {
 
   bool Stopped() const { return ctx_.stopped(); }
   void BeginStep(int step) {
-    if (ctx_.faults != nullptr) ctx_.faults->OnStep(run_, rank_, step);
+    rt_.step = step;
+    rt_.step_first_call = rt_.calls_made;
+    if (ctx_.faults == nullptr) return;
+    ctx_.faults->AtStepStart(rank_, step, rt_.wiring.local);
+    for (int64_t delay_us : ctx_.faults->StragglerDelaysUs(rank_, step)) {
+      ctx_.AdvanceTo(rank_, ctx_.Clock(rank_) + delay_us * 1000);
+      // Late in the schedule too: let everyone else run first.
+      for (int i = 0; i < 3; ++i) ctx_.scheduler.Yield();
+    }
   }
   void EndStep() { ctx_.scheduler.Yield(); }
   int64_t TokenSkew() const { return run_.token_skew[static_cast<size_t>(rank_)]; }
   const DispatchPolicy& Policy() const { return run_.policy; }
-  const RankLocalState& Local() const { return rt_.local; }
+  const RankLocalState& Local() const { return rt_.wiring.local; }
 
   std::optional<std::vector<int64_t>> AllGatherTokens(int64_t mine) {
     const int object = ctx_.layout.ObjectIndex(GroupRole::kTp);
-    const int32_t index = run_.comm_of[static_cast<size_t>(object)][static_cast<size_t>(rank_)];
-    if (index < 0) return std::nullopt;
-    SimComm* comm = run_.comms[static_cast<size_t>(index)].get();
+    const auto* nccl = static_cast<const SimNcclBackend*>(
+        rt_.wiring.groups[static_cast<size_t>(object)].nccl.get());
+    if (nccl == nullptr) return std::nullopt;
+    SimComm* comm = nccl->comm();
     ctx_.scheduler.Yield();
     std::vector<int64_t> counts = comm->AllGather(comm->MemberOf(rank_), mine);
     if (ctx_.stopped()) return std::nullopt;
@@ -52,7 +62,8 @@ class SimHost {
                                           rank_, got, from, elems),
                           {{"rank", rank_}},
                           rank_,
-                          ctx_.Clock(rank_)});
+                          ctx_.Clock(rank_),
+                          Detector::kActivationSize});
       return false;
     }
     return true;
@@ -65,9 +76,8 @@ class SimHost {
   }
 
   SimTensor Input(uint64_t instance, int64_t elems) {
-    const uint8_t flags = ctx_.faults != nullptr
-                              ? ctx_.faults->InputFlags(rank_, static_cast<int64_t>(rt_.calls_made))
-                              : uint8_t{0};
+    const uint8_t flags =
+        ctx_.faults != nullptr ? ctx_.faults->InputFlags(rank_, rt_.NextCall()) : uint8_t{0};
     return MakeInput(ctx_, rank_, instance, elems, flags);
   }
 
@@ -82,14 +92,13 @@ class SimHost {
               FusionPattern pattern) {
     ctx_.scheduler.Yield();  // a communicator call is a scheduling point
     if (ctx_.stopped()) return false;
-    if (ctx_.faults != nullptr &&
-        ctx_.faults->KillsRank(rank_, static_cast<int64_t>(rt_.calls_made))) {
+    if (ctx_.faults != nullptr && ctx_.faults->KillsRank(rank_, rt_.NextCall())) {
       // The process dies here: it never makes this call or any other.
       ctx_.scheduler.Kill(rank_);
       return false;
     }
     const int object = ctx_.layout.ObjectIndex(role);
-    GroupCoordinator& coordinator = *rt_.coordinators[static_cast<size_t>(object)];
+    GroupCoordinator& coordinator = rt_.wiring.coordinator(object);
     Tensor tensor{desc, &data};
     DecisionRecord record;
     CallContext context;
@@ -98,33 +107,15 @@ class SimHost {
     rt_.current_object = object;
     rt_.current_site = site;
     const absl::Status status = coordinator.AllReduce(tensor, &record, context);
-    if (record.backend != BackendKind::kSkip) {
-      TraceEvent event;
-      event.rank = rank_;
-      event.site = site;
-      event.object = object;
-      event.group = coordinator.group();
-      event.backend = record.backend;
-      event.algorithm = record.algorithm;
-      event.tokens = desc.tokens();
-      event.seq = record.seq;
-      event.begin_ns = begin;
-      event.end_ns = ctx_.Clock(rank_);
-      event.failed = !status.ok();
-      ctx_.trace.Add(event);
-    }
-    if (!status.ok()) {
+    if (record.backend == BackendKind::kSkip) return !ctx_.stopped();
+    CallOutcome outcome =
+        RecordDispatchedCall(DispatchedCall{rank_, site, object, coordinator.group(), &record,
+                                            desc.tokens(), begin, ctx_.Clock(rank_), status},
+                             ctx_.layout);
+    ctx_.trace.Add(outcome.event);
+    if (outcome.raised) {
       // The rank raises; the launcher tears the job down.
-      ctx_.Report(Finding{
-          Verdict::kFailStop,
-          absl::StrFormat("rank %d raised in %s all-reduce at %s: %s", rank_,
-                          BackendKindName(record.backend), site.ToString(), status.ToString()),
-          {{"rank", rank_},
-           {"site", site.ToString()},
-           {"backend", std::string(BackendKindName(record.backend))},
-           {"error", status.ToString()}},
-          rank_,
-          ctx_.Clock(rank_)});
+      ctx_.Report(*std::move(outcome.raised));
       return false;
     }
     return !ctx_.stopped();

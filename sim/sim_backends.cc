@@ -27,9 +27,9 @@ absl::Status ToStatus(const protocol::ProtocolStatus& s, int rank) {
 }  // namespace
 
 absl::Status SimBackendContext::Enter(const DecisionRecord& record) const {
-  const int64_t call = observer->OnBackendCall(record);
+  const CallPlace place = observer->OnBackendCall(record);
   if (*faults == nullptr) return absl::OkStatus();
-  return (*faults)->BeforeBackendCall(rank, call, record);
+  return (*faults)->BeforeBackendCall(rank, place, record);
 }
 
 absl::Status SimFusedBackend::AllReduce(Tensor& tensor, const DecisionRecord& record) {

@@ -5,21 +5,21 @@
 #define LOCKSTEP_SIM_SIM_BACKENDS_H_
 
 #include "dispatch/backend.h"
-#include "sim/runtime/context.h"
 #include "sim/memory/custom_allreduce_memory.h"
-#include "sim/runtime/fault_plan.h"
 #include "sim/memory/nccl_comm.h"
 #include "sim/memory/workspace_memory.h"
+#include "sim/runtime/context.h"
+#include "sim/runtime/fault_plan.h"
 
 namespace lockstep {
 
 // Sees every backend call before it runs (the rank's call log: a call that
-// never returns must still be on record for the hang report). Returns the
-// call's index among the rank's dispatched calls.
+// never returns must still be on record for the hang report). Returns where
+// the call is among the rank's dispatched calls.
 class CallObserver {
  public:
   virtual ~CallObserver() = default;
-  virtual int64_t OnBackendCall(const DecisionRecord& record) = 0;
+  virtual CallPlace OnBackendCall(const DecisionRecord& record) = 0;
 };
 
 // What every simulated backend of one rank shares.

@@ -10,14 +10,15 @@
 #include "dispatch/group_coordinator.h"
 #include "dispatch/policy.h"
 #include "dispatch/workspace.h"
-#include "sim/runtime/context.h"
 #include "sim/memory/custom_allreduce_memory.h"
 #include "sim/memory/data.h"
 #include "sim/memory/nccl_comm.h"
+#include "sim/memory/workspace_memory.h"
+#include "sim/replica/group_wiring.h"
+#include "sim/replica/site.h"
+#include "sim/runtime/context.h"
 #include "sim/sim_backends.h"
 #include "sim/simulation.h"
-#include "sim/replica/site.h"
-#include "sim/memory/workspace_memory.h"
 
 namespace lockstep {
 
@@ -29,24 +30,29 @@ struct CallLog {
 };
 
 struct RankRuntime : CallObserver {
-  int64_t OnBackendCall(const DecisionRecord& record) override {
+  CallPlace OnBackendCall(const DecisionRecord& record) override {
     if (keep_decisions) calls.push_back(CallLog{current_object, current_site, record});
-    return static_cast<int64_t>(calls_made++);
+    const CallPlace place = NextCall();
+    ++calls_made;
+    return place;
   }
-  RankLocalState local;  // raw state; the votes below read every member's
+  // Where the rank's next dispatched call is.
+  CallPlace NextCall() const {
+    return CallPlace{static_cast<int64_t>(calls_made), step,
+                     static_cast<int64_t>(calls_made - step_first_call)};
+  }
+  // The rank's groups, backends and coordinators (sim/replica/group_wiring.h);
+  // wiring.local is its raw state, which the votes read for every member.
+  RankWiring wiring;
   // What the rank program is dispatching (set before each call).
   int32_t current_object = 0;
   SiteRef current_site;
   bool keep_decisions = true;
 
-  Workspace attn_workspace;  // dispatch's (agreed) view of the rank's workspaces
-  Workspace moe_workspace;
-  std::vector<std::unique_ptr<SimFusedBackend>> fused;          // by group object
-  std::vector<std::unique_ptr<SimCustomBackend>> custom;        // by group object
-  std::vector<std::unique_ptr<SimNcclBackend>> nccl;            // by group object
-  std::vector<std::unique_ptr<GroupCoordinator>> coordinators;  // by group object
   std::vector<CallLog> calls;
   uint64_t calls_made = 0;
+  int step = 0;                  // the step the rank is in
+  uint64_t step_first_call = 0;  // calls_made when it began
 };
 
 class SimRun {
@@ -68,18 +74,11 @@ class SimRun {
   const SimOptions& options;
   WorkspaceTags tags;
   std::vector<RankRuntime> ranks;
+  // The simulated resources the ranks' backends share, one per group instance
+  // (built as the first member wires it).
   std::vector<std::unique_ptr<SimWorkspace>> workspaces;
   std::vector<std::unique_ptr<SimComm>> comms;
   std::vector<std::unique_ptr<SimCustomAllReduce>> customs;
-  std::vector<std::vector<int32_t>> comm_of;    // [object][rank] -> comms index, -1
-  std::vector<std::vector<int32_t>> custom_of;  // [object][rank] -> customs index, -1
-  std::vector<int32_t> attn_workspace_of;       // [rank] -> workspaces index, -1
-  std::vector<int32_t> moe_workspace_of;
-  // What the members of each workspace reported at its rendezvous, ANDed.
-  struct WorkspaceVote {
-    bool allocated;
-  };
-  std::vector<WorkspaceVote> workspace_votes;  // [workspace]
   SimMailbox mailbox;
   ReductionChecker checker;
   // Per rank: tokens added to what the workload says (a caller that passes

@@ -7,14 +7,16 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "dispatch/policy.h"
 #include "nlohmann/json.hpp"
-#include "sim/scenario/scenario.h"
 #include "sim/replica/trace.h"
+#include "sim/report/finding.h"
+#include "sim/scenario/scenario.h"
 #include "sim/scenario/verdict.h"
 
 namespace lockstep {
@@ -39,6 +41,8 @@ struct SimOptions {
 
 struct SimResult {
   Verdict verdict = Verdict::kClean;
+  // The detector that gave the verdict (sim/report/finding.h); none for clean.
+  std::optional<Detector> detector;
   std::string summary;
   nlohmann::json details;
   std::string policy;

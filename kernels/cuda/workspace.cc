@@ -8,17 +8,11 @@
 
 #include "absl/strings/str_format.h"
 #include "kernels/cuda/allreduce_kernels.h"
+#include "kernels/cuda/cuda_status.h"
 #include "kernels/protocol/two_shot.h"
 
 namespace lockstep::cuda {
 namespace {
-
-#define LS_CUDA(expr)                                                                  \
-  do {                                                                                 \
-    if (cudaError_t e_ = (expr); e_ != cudaSuccess) {                                  \
-      return absl::InternalError(absl::StrFormat("%s: %s", #expr, CudaErrorText(e_))); \
-    }                                                                                  \
-  } while (0)
 
 // The driver functions the cuMem path needs, fetched through the runtime so
 // that nothing links libcuda.so (hosts without a driver still load the
@@ -120,22 +114,22 @@ LamportWorkspace::~LamportWorkspace() {
 }
 
 absl::Status LamportWorkspace::InitCommon(cudaStream_t stream) {
-  LS_CUDA(cudaMalloc(&state_, sizeof(protocol::LamportState)));
-  LS_CUDA(cudaMemsetAsync(state_, 0, sizeof(protocol::LamportState), stream));
-  LS_CUDA(cudaMalloc(&status_, sizeof(LamportStatus)));
-  LS_CUDA(cudaMemsetAsync(status_, 0, sizeof(LamportStatus), stream));
+  LOCKSTEP_RETURN_IF_CUDA_ERROR(cudaMalloc(&state_, sizeof(protocol::LamportState)));
+  LOCKSTEP_RETURN_IF_CUDA_ERROR(cudaMemsetAsync(state_, 0, sizeof(protocol::LamportState), stream));
+  LOCKSTEP_RETURN_IF_CUDA_ERROR(cudaMalloc(&status_, sizeof(LamportStatus)));
+  LOCKSTEP_RETURN_IF_CUDA_ERROR(cudaMemsetAsync(status_, 0, sizeof(LamportStatus), stream));
   int* host = nullptr;
-  LS_CUDA(cudaHostAlloc(&host, sizeof(int), cudaHostAllocMapped));
+  LOCKSTEP_RETURN_IF_CUDA_ERROR(cudaHostAlloc(&host, sizeof(int), cudaHostAllocMapped));
   *host = 0;
   abort_host_ = host;
   int* dev = nullptr;
-  LS_CUDA(cudaHostGetDevicePointer(&dev, host, 0));
+  LOCKSTEP_RETURN_IF_CUDA_ERROR(cudaHostGetDevicePointer(&dev, host, 0));
   abort_device_ = dev;
   return FillSentinel(buffers_, 3 * buffer_elems_, spec_.elem, stream);
 }
 
 absl::Status LamportWorkspace::ClearStatus(cudaStream_t stream) {
-  LS_CUDA(cudaMemsetAsync(status_, 0, sizeof(LamportStatus), stream));
+  LOCKSTEP_RETURN_IF_CUDA_ERROR(cudaMemsetAsync(status_, 0, sizeof(LamportStatus), stream));
   return absl::OkStatus();
 }
 
@@ -165,8 +159,8 @@ absl::StatusOr<std::vector<std::unique_ptr<LamportWorkspace>>> LamportWorkspace:
     ws->buffer_elems_ = elems;
     ws->bytes_ = static_cast<size_t>(3 * elems * protocol::ElemBytes(spec.elem));
     ws->sharing_ = "device";
-    LS_CUDA(cudaSetDevice(ws->device_));
-    LS_CUDA(cudaMalloc(&ws->buffers_, ws->bytes_));
+    LOCKSTEP_RETURN_IF_CUDA_ERROR(cudaSetDevice(ws->device_));
+    LOCKSTEP_RETURN_IF_CUDA_ERROR(cudaMalloc(&ws->buffers_, ws->bytes_));
     ws->owns_cudamalloc_ = true;
     if (absl::Status s = ws->InitCommon(nullptr); !s.ok()) return s;
     group.push_back(std::move(ws));
@@ -176,14 +170,15 @@ absl::StatusOr<std::vector<std::unique_ptr<LamportWorkspace>>> LamportWorkspace:
       const int da = devices[static_cast<size_t>(a)], db = devices[static_cast<size_t>(b)];
       if (da == db) continue;
       int can = 0;
-      LS_CUDA(cudaDeviceCanAccessPeer(&can, da, db));
+      LOCKSTEP_RETURN_IF_CUDA_ERROR(cudaDeviceCanAccessPeer(&can, da, db));
       if (!can) {
         return absl::FailedPreconditionError(
             absl::StrFormat("GPU %d cannot map GPU %d's memory (no peer access)", da, db));
       }
-      LS_CUDA(cudaSetDevice(da));
+      LOCKSTEP_RETURN_IF_CUDA_ERROR(cudaSetDevice(da));
       const cudaError_t e = cudaDeviceEnablePeerAccess(db, 0);
-      if (e != cudaSuccess && e != cudaErrorPeerAccessAlreadyEnabled) LS_CUDA(e);
+      if (e != cudaSuccess && e != cudaErrorPeerAccessAlreadyEnabled)
+        LOCKSTEP_RETURN_IF_CUDA_ERROR(e);
       cudaGetLastError();
     }
   }
@@ -191,8 +186,8 @@ absl::StatusOr<std::vector<std::unique_ptr<LamportWorkspace>>> LamportWorkspace:
     for (auto& peer : group) ws->peers_.push_back(peer->buffers_);
   }
   for (auto& ws : group) {
-    LS_CUDA(cudaSetDevice(ws->device_));
-    LS_CUDA(cudaDeviceSynchronize());
+    LOCKSTEP_RETURN_IF_CUDA_ERROR(cudaSetDevice(ws->device_));
+    LOCKSTEP_RETURN_IF_CUDA_ERROR(cudaDeviceSynchronize());
   }
   return group;
 }
@@ -211,8 +206,8 @@ absl::StatusOr<std::unique_ptr<LamportWorkspace>> LamportWorkspace::CreateShared
   ws->rank_ = exchange.rank();
   ws->device_ = device;
   ws->buffer_elems_ = BufferElems(spec);
-  LS_CUDA(cudaSetDevice(device));
-  LS_CUDA(cudaFree(nullptr));  // make the primary context current
+  LOCKSTEP_RETURN_IF_CUDA_ERROR(cudaSetDevice(device));
+  LOCKSTEP_RETURN_IF_CUDA_ERROR(cudaFree(nullptr));  // make the primary context current
 
   int fabric = 0;
   LS_CU(d,
@@ -309,7 +304,7 @@ absl::StatusOr<std::unique_ptr<LamportWorkspace>> LamportWorkspace::CreateShared
   }
   ws->buffers_ = ws->peers_[static_cast<size_t>(ws->rank_)];
   if (absl::Status s = ws->InitCommon(nullptr); !s.ok()) return s;
-  LS_CUDA(cudaDeviceSynchronize());
+  LOCKSTEP_RETURN_IF_CUDA_ERROR(cudaDeviceSynchronize());
   // Every rank's buffers hold the sentinel before anyone pushes.
   if (absl::StatusOr<std::vector<uint8_t>> done = AllGatherValue(exchange, uint8_t{1});
       !done.ok()) {

@@ -242,7 +242,8 @@ bool ReductionChecker::Check(SimContext& ctx, const ReductionCheck& c, const Sim
                                        c.rank, c.site.ToString(), tensor.runs.FirstGap(0, c.elems)),
                        {{"site", c.site.ToString()}, {"rank", c.rank}},
                        c.rank,
-                       ctx.Clock(c.rank)});
+                       ctx.Clock(c.rank),
+                       Detector::kCoverage});
     return false;
   }
   for (const Run& run : tensor.runs.runs()) {
@@ -256,7 +257,8 @@ bool ReductionChecker::Check(SimContext& ctx, const ReductionCheck& c, const Sim
                           c.rank, c.site.ToString(), run.begin, run.end),
           {{"site", c.site.ToString()}, {"rank", c.rank}, {"elements", {run.begin, run.end}}},
           c.rank,
-          ctx.Clock(c.rank)});
+          ctx.Clock(c.rank),
+          Detector::kMessageLayout});
       return false;
     }
     if (v.key_sum != expected_sum || v.count != expected_count) {
@@ -277,7 +279,7 @@ bool ReductionChecker::Check(SimContext& ctx, const ReductionCheck& c, const Sim
                                          "once each%s%s",
                                          c.rank, c.site.ToString(), v.count, RankRanges(c.expected),
                                          who.empty() ? "" : ": ", who),
-                         details, c.rank, ctx.Clock(c.rank)});
+                         details, c.rank, ctx.Clock(c.rank), Detector::kContributors});
       return false;
     }
   }
@@ -319,7 +321,8 @@ bool ReductionChecker::Check(SimContext& ctx, const ReductionCheck& c, const Sim
                               {"got", got},
                               {"reference", want}},
                              c.rank,
-                             ctx.Clock(c.rank)});
+                             ctx.Clock(c.rank),
+                             Detector::kNumericTolerance});
           return false;
         }
       }
@@ -338,7 +341,8 @@ bool ReductionChecker::Check(SimContext& ctx, const ReductionCheck& c, const Sim
                                 c.rank, c.site.ToString(), agreement.rank, RankRanges(c.expected)),
                 {{"site", c.site.ToString()}, {"rank", c.rank}, {"other_rank", agreement.rank}},
                 c.rank,
-                ctx.Clock(c.rank)});
+                ctx.Clock(c.rank),
+                Detector::kBitwiseAgreement});
     return false;
   }
   if (++agreement.checked == c.expected.size()) agreements_.erase(entry);

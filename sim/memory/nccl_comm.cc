@@ -66,7 +66,8 @@ void SimComm::Complete() {
                         posts_[m].contract.count, DTypeName(posts_[m].contract.dtype)),
         {{"communicator", name_}, {"seq", pending_seq_}, {"calls", calls}},
         ranks_[m],
-        posts_[m].arrival_ns});
+        posts_[m].arrival_ns,
+        Detector::kCollectiveContract});
     return;
   }
   int64_t start = 0;

@@ -27,6 +27,7 @@ nlohmann::json MakeReport(const Scenario& scenario, const SimOptions& options,
   report["as_expected"] = AsExpected(scenario, result.verdict);
   report["silent_failure"] = IsSilentFailure(result.verdict);
   report["summary"] = result.summary;
+  if (result.detector) report["detector"] = std::string(DetectorOf(*result.detector).name);
   report["details"] = result.details.is_null() ? nlohmann::json::object() : result.details;
   report["trace_hash"] = HexHash(result.trace_hash);
   report["stats"] = {{"rank_calls", result.rank_calls},

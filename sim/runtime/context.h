@@ -16,24 +16,16 @@
 #include "dispatch/group_layout.h"
 #include "kernels/protocol/element.h"
 #include "nlohmann/json.hpp"
+#include "sim/memory/value.h"
+#include "sim/replica/trace.h"
+#include "sim/report/finding.h"
 #include "sim/runtime/fault_plan.h"
+#include "sim/runtime/scheduler.h"
 #include "sim/scenario/hardware_model.h"
 #include "sim/scenario/scenario.h"
-#include "sim/runtime/scheduler.h"
-#include "sim/replica/trace.h"
-#include "sim/memory/value.h"
 #include "sim/scenario/verdict.h"
 
 namespace lockstep {
-
-// What ended a run early, or what a completed run found.
-struct Finding {
-  Verdict verdict = Verdict::kClean;
-  std::string summary;     // one line
-  nlohmann::json details;  // verdict-specific evidence
-  int rank = -1;           // the rank that observed it
-  int64_t at_ns = 0;       // virtual time
-};
 
 struct SimContext {
   SimContext(const Scenario& s, const ParallelLayout& l, uint64_t run_seed, bool exact_provenance,

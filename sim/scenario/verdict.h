@@ -29,6 +29,28 @@ constexpr bool IsSilentFailure(Verdict v) {
          v == Verdict::kDivergence;
 }
 
+// How bad a verdict is, for choosing the one that stands for a run whose
+// ranks found several (the hardware runner merges every rank's finding):
+// clean < fail_stop < mismatch < hang < divergence < wrong_peer. A silent
+// wrong result outranks a silent hang, which outranks a loud stop.
+constexpr int Severity(Verdict v) {
+  switch (v) {
+    case Verdict::kClean:
+      return 0;
+    case Verdict::kFailStop:
+      return 1;
+    case Verdict::kMismatch:
+      return 2;
+    case Verdict::kHang:
+      return 3;
+    case Verdict::kDivergence:
+      return 4;
+    case Verdict::kWrongPeer:
+      return 5;
+  }
+  return 0;
+}
+
 }  // namespace lockstep
 
 #endif  // LOCKSTEP_SIM_SCENARIO_VERDICT_H_

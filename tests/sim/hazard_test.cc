@@ -50,7 +50,7 @@ workload: {steps: 2, tokens: [4], embedding: false}
 
 TEST(HazardTest, OneRankTakingNcclWhileItsPeersEnterTheFusedKernelHangs) {
   SimOptions o;
-  o.customize = [](SimRun& run) { run.ranks[3].attn_workspace.initialized = false; };
+  o.customize = [](SimRun& run) { run.ranks[3].wiring.attn_workspace.initialized = false; };
   const SimResult r = Simulated(ScenarioFromYaml(kTp8), o);
   ASSERT_EQ(r.verdict, Verdict::kHang) << r.summary;
   EXPECT_THAT(r.summary, HasSubstr("rank 3 chose nccl: workspace_initialized=false"));
@@ -172,7 +172,8 @@ TEST(HazardTest, HybridPostExpertsFusedIntoTheNextLayerReducesOverHalfThePeers) 
 class RaiseOnRank : public SimFaultPlan {
  public:
   explicit RaiseOnRank(int rank) : rank_(rank) {}
-  absl::Status BeforeBackendCall(int rank, int64_t, const DecisionRecord& record) override {
+  absl::Status BeforeBackendCall(int rank, const CallPlace&,
+                                 const DecisionRecord& record) override {
     if (rank == rank_ && record.backend == BackendKind::kFused) {
       return absl::InternalError("CUDA error: an illegal memory access was encountered");
     }

@@ -1,0 +1,153 @@
+// Group wiring: the steps that make one rank's groups usable, written once for
+// every runtime (the simulator and the hardware runner). "Every rank votes" is
+// lockstep's central claim, and this is where it is kept:
+//
+//   1. the workspace tags (the policy's TagGroups, then the faults' changes);
+//   2. the rank's raw local state (what it alone sees);
+//   3. each fusion workspace: its binding, its rendezvous vote (every member
+//      reachable and allocated) and its buffers, and the agreed view the
+//      dispatch core reads (policy.WorkspaceInitialized of the vote);
+//   4. the library vote across the TP group (SGLang's
+//      _sync_allreduce_unavailable_across_tp);
+//   5. per group object: the backends the runtime builds (fused on the tagged
+//      workspace, custom all-reduce, NCCL), their agreed state, and the
+//      GroupCoordinator.
+//
+// A runtime supplies the votes, the reachability facts and the backends
+// (WiringRuntime). Usage:
+//
+//   const WorkspaceTags tags = ReplicaTags(layout, policy, config, faults);
+//   RankWiring wiring;
+//   wiring.local = InitialLocalState(config, rank, faults);
+//   ...  // every rank's local state exists before any vote
+//   absl::Status s = WireRank(config, layout, policy, tags, rank, faults, runtime, wiring);
+//   wiring.groups[layout.ObjectIndex(GroupRole::kTp)].coordinator->AllReduce(tensor);
+
+#ifndef LOCKSTEP_SIM_REPLICA_GROUP_WIRING_H_
+#define LOCKSTEP_SIM_REPLICA_GROUP_WIRING_H_
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "dispatch/backend.h"
+#include "dispatch/group_coordinator.h"
+#include "dispatch/group_layout.h"
+#include "dispatch/policy.h"
+#include "dispatch/rank_local_state.h"
+#include "dispatch/workspace.h"
+#include "sim/replica/replica_faults.h"
+
+namespace lockstep {
+
+// The serving engine's options the wiring reads (a scenario's `dispatch:` and
+// the model's hidden size).
+struct WiringConfig {
+  bool fused_backend = true;     // the fused all-reduce backend is enabled
+  WorkspaceCapacity capacity;    // fusion workspaces' sizing
+  bool custom_allreduce = true;  // the custom all-reduce is enabled
+  int64_t custom_max_bytes = 0;  // its size bound
+};
+
+// What one rank brings to the set-up votes, from its raw local state.
+struct VoteBallot {
+  bool workspace_allocated = true;
+  bool library_loaded = true;
+};
+VoteBallot BallotOf(const RankLocalState& local);
+
+// A fusion workspace's buffers as a runtime built them (opaque to the
+// wiring; -1: none).
+using WorkspaceHandle = int32_t;
+inline constexpr WorkspaceHandle kNoWorkspace = -1;
+
+// What a runtime provides to wire one rank. Every member of a group calls the
+// group's methods in the same order (the wiring's order), so a runtime may
+// implement them as collectives.
+class WiringRuntime {
+ public:
+  virtual ~WiringRuntime() = default;
+
+  // Every member's ballot, in the group's peer order (a collective over
+  // `group`; `mine` is this rank's).
+  virtual absl::StatusOr<std::vector<VoteBallot>> GatherBallots(GroupId group,
+                                                                const VoteBallot& mine) = 0;
+  // Whether the GPUs of `peers` reach each other for the fused kernel (one
+  // NVLink node, or one MNNVL clique).
+  virtual bool FusedKernelReachable(std::span<const int> peers) = 0;
+  // Topology facts the custom all-reduce's predicates read.
+  virtual bool FullNvlink(std::span<const int> peers) = 0;
+  virtual bool SameNode(std::span<const int> peers) = 0;
+
+  // The buffers of the `kind` workspace rendezvoused on `group` (every member
+  // calls it). `reachable`: whether the members' GPUs reach each other; a
+  // runtime may build nothing when they do not (the vote then says
+  // uninitialised on every member, and nothing launches on it).
+  virtual absl::StatusOr<WorkspaceHandle> CreateWorkspace(WorkspaceKind kind, GroupId group,
+                                                          const WorkspaceCapacity& capacity,
+                                                          uint32_t generation, bool reachable) = 0;
+  // The backends of group object `object` (its subgroup `group`, of two or
+  // more ranks). Null: the runtime has no such backend.
+  virtual absl::StatusOr<std::unique_ptr<FusedAllReduceBackend>> MakeFused(
+      int object, GroupId group, WorkspaceHandle workspace) = 0;
+  virtual std::unique_ptr<CustomAllReduceBackend> MakeCustom(int object, GroupId group) = 0;
+  virtual absl::StatusOr<std::unique_ptr<NcclBackend>> MakeNccl(int object, GroupId group) = 0;
+};
+
+// One rank's wired groups. Owns the backends and coordinators; the agreed
+// workspace views are referenced by the fused backends (keep the object in
+// place once wired).
+struct RankWiring {
+  struct Group {
+    GroupId id;
+    int size = 1;
+    std::unique_ptr<FusedAllReduceBackend> fused;
+    std::unique_ptr<CustomAllReduceBackend> custom;
+    std::unique_ptr<NcclBackend> nccl;
+    std::unique_ptr<GroupCoordinator> coordinator;
+  };
+
+  RankLocalState local;  // raw state; the reference policy never reads it
+  // The dispatch core's (agreed) view of the rank's workspaces.
+  Workspace attn_workspace;
+  Workspace moe_workspace;
+  WorkspaceHandle attn_handle = kNoWorkspace;
+  WorkspaceHandle moe_handle = kNoWorkspace;
+  bool library_available = false;  // the TP vote, as the policy read it
+  std::vector<Group> groups;       // by group object
+
+  RankWiring() = default;
+  RankWiring(const RankWiring&) = delete;
+  RankWiring& operator=(const RankWiring&) = delete;
+  RankWiring(RankWiring&&) = default;
+  RankWiring& operator=(RankWiring&&) = default;
+
+  GroupCoordinator& coordinator(int object) {
+    return *groups[static_cast<size_t>(object)].coordinator;
+  }
+};
+
+// Step 1: the tags every rank applies (the same on every rank).
+WorkspaceTags ReplicaTags(const ParallelLayout& layout, const DispatchPolicy& policy,
+                          const WiringConfig& config, ReplicaFaults* faults);
+
+// Step 2: rank `rank`'s raw local state before anything is agreed.
+RankLocalState InitialLocalState(const WiringConfig& config, int rank, ReplicaFaults* faults);
+
+// Steps 3-5 for rank `rank`, whose local state is already in `wiring.local`.
+// `faults` may be null. An error comes from the runtime (a vote or a
+// resource that failed); the rank cannot run.
+absl::Status WireRank(const WiringConfig& config, const ParallelLayout& layout,
+                      const DispatchPolicy& policy, const WorkspaceTags& tags, int rank,
+                      ReplicaFaults* faults, WiringRuntime& runtime, RankWiring& wiring);
+
+// Whether SGLang builds a custom all-reduce on `object` (the TP, attention-TP
+// and MoE-TP objects; none on the expert group).
+bool HasCustomAllReduce(const GroupObject& object);
+
+}  // namespace lockstep
+
+#endif  // LOCKSTEP_SIM_REPLICA_GROUP_WIRING_H_

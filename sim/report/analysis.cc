@@ -1,0 +1,231 @@
+// The end-of-run analysis: what a finished simulated run found. The deadlock
+// and dead-rank detectors live here (sim/report/finding.h lists them all);
+// the others report their finding while the run goes on.
+
+#include "sim/report/analysis.h"
+
+#include <algorithm>
+#include <map>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
+
+namespace lockstep {
+namespace {
+
+// The earliest call (by virtual time) whose decision differs between members
+// of its group, explained by the predicate inputs that differed.
+nlohmann::json FirstDivergentDecision(const SimRun& run, std::string* line) {
+  const ParallelLayout& layout = run.ctx.layout;
+  // (object, group, seq) -> (rank, log)
+  std::map<std::tuple<int32_t, uint32_t, uint64_t>, std::vector<std::pair<int, const CallLog*>>>
+      calls;
+  for (size_t r = 0; r < run.ranks.size(); ++r) {
+    for (const CallLog& c : run.ranks[r].calls) {
+      auto& members = calls[{c.object, c.record.group.value, c.record.seq}];
+      // A rank that made two records for one call (a mutant that falls back
+      // after its backend raised) is on one side only: its last decision.
+      if (!members.empty() && members.back().first == static_cast<int>(r)) {
+        members.back().second = &c;
+      } else {
+        members.push_back({static_cast<int>(r), &c});
+      }
+    }
+  }
+  for (const auto& [key, members] : calls) {
+    const GroupId group{std::get<1>(key)};
+    const size_t expected = static_cast<size_t>(layout.GroupSize(group));
+    std::map<uint64_t, std::vector<int>> by_fingerprint;
+    for (const auto& [rank, log] : members) {
+      DecisionRecord normalized = log->record;
+      by_fingerprint[DecisionFingerprint(normalized)].push_back(rank);
+    }
+    if (by_fingerprint.size() == 1 && members.size() == expected) continue;
+    // Describe each side.
+    nlohmann::json sides = nlohmann::json::array();
+    std::vector<std::string> texts;
+    for (const auto& [fp, ranks] : by_fingerprint) {
+      const CallLog* log = nullptr;
+      for (const auto& [rank, l] : members) {
+        if (rank == ranks.front()) log = l;
+      }
+      // Name this side's inputs against a member of another side.
+      std::vector<std::string> inputs;
+      for (const auto& [rank2, other] : members) {
+        if (DecisionFingerprint(other->record) == fp) continue;
+        inputs = DescribeDifferences(log->record, other->record, &layout);
+        break;
+      }
+      std::string side = absl::StrFormat(
+          "rank%s %s chose %s%s%s", ranks.size() > 1 ? "s" : "", RankRanges(ranks),
+          BackendKindName(log->record.backend),
+          log->record.algorithm != Algorithm::kNone
+              ? absl::StrFormat("/%s", AlgorithmName(log->record.algorithm))
+              : "",
+          inputs.empty() ? "" : absl::StrFormat(": %s", absl::StrJoin(inputs, ", ")));
+      texts.push_back(side);
+      sides.push_back({{"ranks", ranks},
+                       {"backend", std::string(BackendKindName(log->record.backend))},
+                       {"algorithm", std::string(AlgorithmName(log->record.algorithm))},
+                       {"tokens", log->record.call.tensor.tokens()},
+                       {"explanation", ExplainDecision(log->record, &layout)},
+                       {"differing_inputs", inputs}});
+    }
+    std::vector<int> missing;
+    for (int r : layout.Peers(group)) {
+      bool found = false;
+      for (const auto& [rank, log] : members) found |= rank == r;
+      if (!found) missing.push_back(r);
+    }
+    if (!missing.empty()) {
+      texts.push_back(absl::StrFormat("rank%s %s never made this call",
+                                      missing.size() > 1 ? "s" : "", RankRanges(missing)));
+    }
+    const std::string& object = layout.objects()[static_cast<size_t>(std::get<0>(key))].name;
+    *line = absl::StrFormat("%s %s call %d (%s): %s", object, layout.PeersToString(group),
+                            std::get<2>(key), members.front().second->site.ToString(),
+                            absl::StrJoin(texts, "; "));
+    return {{"group", object},         {"peers", layout.PeersToString(group)},
+            {"seq", std::get<2>(key)}, {"site", members.front().second->site.ToString()},
+            {"sides", sides},          {"missing_ranks", missing}};
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+SimResult AnalyzeRun(const SimRun& run) {
+  const SimContext& ctx = run.ctx;
+  SimResult result;
+  result.policy = std::string(run.policy.name());
+  result.trace_hash = ctx.trace.hash();
+  result.schedule_steps = ctx.scheduler.steps();
+  for (const RankRuntime& rt : run.ranks) result.rank_calls += rt.calls_made;
+  for (int64_t c : ctx.clock) result.virtual_ns = std::max(result.virtual_ns, c);
+  if (run.options.keep_trace) result.trace_events = ctx.trace.events();
+
+  if (ctx.finding) {
+    result.verdict = ctx.finding->verdict;
+    result.detector = ctx.finding->detector;
+    result.summary = ctx.finding->summary;
+    result.details = ctx.finding->details;
+    result.details["observed_by_rank"] = ctx.finding->rank;
+    result.details["virtual_time_ns"] = ctx.finding->at_ns;
+    return result;
+  }
+  const std::vector<int> blocked = ctx.scheduler.BlockedRanks();
+  std::vector<int> dead;
+  for (int r = 0; r < ctx.scheduler.num_ranks(); ++r) {
+    if (ctx.scheduler.status(r) == RankStatus::kDead) dead.push_back(r);
+  }
+  if (blocked.empty() && !dead.empty()) {
+    result.verdict = Verdict::kFailStop;
+    result.detector = Detector::kDeadRank;
+    result.summary =
+        absl::StrFormat("rank%s %s died; every other rank finished, and the launcher stops the job",
+                        dead.size() > 1 ? "s" : "", RankRanges(dead));
+    result.details = {{"dead_ranks", dead}};
+    return result;
+  }
+  if (blocked.empty()) {
+    result.verdict = Verdict::kClean;
+    result.summary =
+        absl::StrFormat("every rank finished; %d all-reduces checked", result.rank_calls);
+    return result;
+  }
+
+  // Deadlock: nobody can run. Each blocked rank's wait, the wait-for graph,
+  // and the first call where decisions differed.
+  const Scenario& s = ctx.scenario;
+  nlohmann::json waits = nlohmann::json::array();
+  std::string dot = "digraph wait_for {\n  rankdir=LR;\n  node [shape=box, fontname=monospace];\n";
+  int64_t first_timeout = -1;
+  int first_timeout_rank = -1;
+  std::string first_timeout_kind;
+  // Waits a fault made hopeless: on a dead rank or on a write it destroyed,
+  // directly or through ranks that are themselves stuck that way. Only those
+  // are rescued, loudly, by the bounded waits and the watchdog.
+  std::vector<bool> hopeless(static_cast<size_t>(ctx.scheduler.num_ranks()), false);
+  for (int r : dead) hopeless[static_cast<size_t>(r)] = true;
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (int r : blocked) {
+      if (hopeless[static_cast<size_t>(r)]) continue;
+      const BlockReason& reason = ctx.scheduler.reason(r);
+      bool stuck = reason.waitable->WaitsOnLostWrite(r, reason.detail);
+      for (int target : reason.waitable->WaitsOn(r, reason.detail)) {
+        stuck |= hopeless[static_cast<size_t>(target)];
+      }
+      if (stuck) {
+        hopeless[static_cast<size_t>(r)] = true;
+        changed = true;
+      }
+    }
+  }
+  const bool all_hopeless = std::all_of(blocked.begin(), blocked.end(),
+                                        [&](int r) { return hopeless[static_cast<size_t>(r)]; });
+  for (int r : blocked) {
+    const BlockReason& reason = ctx.scheduler.reason(r);
+    const std::string what = reason.waitable->DescribeWait(r, reason.detail);
+    const std::vector<int> on = reason.waitable->WaitsOn(r, reason.detail);
+    const bool kernel = dynamic_cast<const SimComm*>(reason.waitable) == nullptr &&
+                        dynamic_cast<const SimMailbox*>(reason.waitable) == nullptr;
+    const int64_t fires =
+        reason.since_ns +
+        static_cast<int64_t>((kernel ? s.timeouts.kernel_wait_ms : s.timeouts.watchdog_ms) * 1e6);
+    if (first_timeout < 0 || fires < first_timeout) {
+      first_timeout = fires;
+      first_timeout_rank = r;
+      first_timeout_kind = kernel ? "the fused kernel's bounded wait" : "the NCCL watchdog";
+    }
+    waits.push_back(
+        {{"rank", r}, {"waits_for", what}, {"waits_on", on}, {"since_ns", reason.since_ns}});
+    dot += absl::StrFormat("  r%d [label=\"rank %d\\n%s\"];\n", r, r,
+                           absl::StrReplaceAll(what, {{"\"", "'"}}));
+    for (int target : on) dot += absl::StrFormat("  r%d -> r%d;\n", r, target);
+  }
+  for (int r : dead)
+    dot += absl::StrFormat("  r%d [label=\"rank %d\\ndead\", style=dashed];\n", r, r);
+  dot += "}\n";
+  result.wait_for_dot = std::move(dot);
+  result.detector = Detector::kDeadlock;
+  if (all_hopeless) {
+    result.verdict = Verdict::kFailStop;
+    result.summary = absl::StrFormat(
+        "ranks %s wait for %s; %s of rank %d fires at %.3f ms virtual time and the job stops",
+        RankRanges(blocked),
+        dead.empty()
+            ? std::string("writes an injected fault destroyed")
+            : absl::StrFormat("dead rank%s %s", dead.size() > 1 ? "s" : "", RankRanges(dead)),
+        first_timeout_kind, first_timeout_rank, static_cast<double>(first_timeout) / 1e6);
+    result.details = {{"blocked", waits},
+                      {"dead_ranks", dead},
+                      {"fires",
+                       {{"what", first_timeout_kind},
+                        {"rank", first_timeout_rank},
+                        {"virtual_time_ns", first_timeout}}}};
+    return result;
+  }
+  std::string decision_line;
+  nlohmann::json divergence = FirstDivergentDecision(run, &decision_line);
+  result.verdict = Verdict::kHang;
+  result.summary = absl::StrFormat(
+      "ranks %s wait on each other with no way forward%s", RankRanges(blocked),
+      decision_line.empty() ? ""
+                            : absl::StrFormat("; first divergent decision: %s", decision_line));
+  result.details = {{"blocked", waits},
+                    {"first_divergent_decision", divergence},
+                    {"dead_ranks", dead},
+                    {"would_fire",
+                     {{"what", first_timeout_kind},
+                      {"rank", first_timeout_rank},
+                      {"virtual_time_ns", first_timeout}}}};
+  return result;
+}
+
+}  // namespace lockstep
