@@ -9,13 +9,13 @@
 
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "cli/commands.h"
+#include "cli/flags.h"
 #include "faults/explore.h"
 #include "faults/fault_kinds.h"
 #include "faults/mutants.h"
 #include "faults/runner.h"
 #include "faults/shrink.h"
-#include "cli/commands.h"
-#include "cli/flags.h"
 #include "sim/report/report.h"
 #include "sim/scenario/scenario_yaml.h"
 
@@ -241,10 +241,15 @@ int RunMutants(std::span<const std::string> args, std::ostream& out, std::ostrea
 int RunFaults(std::span<const std::string> args, std::ostream& out, std::ostream& err) {
   FlagParser flags("lockstep faults");
   if (absl::Status s = flags.Parse(args); !s.ok()) return Usage(err, "faults", s, flags);
-  out << "fault kinds (outcome the reference design must give):\n";
+  out << "fault kinds (outcome the reference design must give; stage; keys besides ranks; "
+         "gpu = the hardware runner injects it):\n";
   for (const faults::FaultKindInfo& k : faults::AllFaultKinds()) {
-    out << absl::StrFormat("  %-30s %-9s %-15s %s\n", k.name, VerdictName(k.outcome),
-                           faults::FaultCategoryName(k.category), k.summary);
+    std::vector<std::string> keys;
+    for (faults::FaultKey key : k.keys) keys.emplace_back(faults::FaultKeyName(key));
+    for (const faults::FaultParam& p : k.params) keys.emplace_back(p.name);
+    out << absl::StrFormat("  %-30s %-9s %-11s %-3s %-22s %s\n", k.name, VerdictName(k.outcome),
+                           faults::FaultStageName(k.stage), k.gpu_injectable ? "gpu" : "",
+                           keys.empty() ? "-" : absl::StrJoin(keys, ","), k.summary);
   }
   out << "\nmutants (known-bad policies, --policy NAME):\n";
   for (const faults::MutantInfo& m : faults::AllMutants()) {

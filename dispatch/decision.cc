@@ -235,9 +235,10 @@ constexpr DecisionField kScalarFields[] = {
      [](const DecisionRecord& r, const ParallelLayout*) {
        return absl::StrFormat("dtype=%s", DTypeName(r.call.tensor.dtype));
      }},
-    {"contiguous", true, [](const DecisionRecord& r) { return uint64_t{r.call.tensor.contiguous}; },
+    {"tensor_contiguous", true,
+     [](const DecisionRecord& r) { return uint64_t{r.call.tensor.contiguous}; },
      [](const DecisionRecord& r, const ParallelLayout*) {
-       return absl::StrCat("contiguous=", Bool(r.call.tensor.contiguous));
+       return absl::StrCat("tensor_contiguous=", Bool(r.call.tensor.contiguous));
      }},
     {"workspace_peers", true,
      [](const DecisionRecord& r) { return uint64_t{r.workspace_group.value}; },

@@ -612,11 +612,10 @@ absl::Status ValidateFault(const Scenario& s, const ParallelLayout& layout, cons
         absl::StrFormat("%s: unknown fault kind '%s'%s (lockstep faults lists them)", where, f.kind,
                         DidYouMean(f.kind, names)));
   }
-  std::vector<std::string_view> keys;
-  for (FaultKey k : kind->keys) keys.push_back(FaultKeyName(k));
-  const std::string honoured =
-      keys.empty() ? "it takes no placement besides ranks"
-                   : absl::StrFormat("it is placed by ranks and %s", JoinNames(keys));
+  std::vector<std::string_view> accepted = {"ranks"};
+  for (FaultKey k : kind->keys) accepted.push_back(FaultKeyName(k));
+  for (const FaultParam& p : kind->params) accepted.push_back(p.name);
+  const std::string honoured = absl::StrFormat("it takes: %s", JoinNames(accepted));
   for (const auto& [key, given] : {std::pair{FaultKey::kAtCall, f.at_call >= 0},
                                    std::pair{FaultKey::kAtStep, f.at_step >= 0}}) {
     if (given && !kind->Honours(key)) {
@@ -635,10 +634,9 @@ absl::Status ValidateFault(const Scenario& s, const ParallelLayout& layout, cons
   for (const FaultParam& p : kind->params) param_names.push_back(p.name);
   for (const auto& [key, value] : f.params) {
     if (std::find(param_names.begin(), param_names.end(), key) == param_names.end()) {
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "%s: %s: fault '%s' has no parameter '%s'%s", where, key, f.kind, key,
-          param_names.empty() ? absl::StrFormat(" (%s, and takes no parameters)", honoured)
-                              : absl::StrFormat(" (it takes: %s)", JoinNames(param_names))));
+      return absl::InvalidArgumentError(
+          absl::StrFormat("%s: %s: fault '%s' has no parameter '%s'%s", where, key, f.kind, key,
+                          absl::StrFormat(" (%s)", honoured)));
     }
     int64_t number = 0;
     if (key == "workspace") {

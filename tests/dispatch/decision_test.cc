@@ -1,5 +1,9 @@
 #include "dispatch/decision.h"
 
+#include <functional>
+#include <map>
+#include <string>
+
 #include "dispatch/backend.h"
 #include "dispatch/fused_launch.h"
 #include "gmock/gmock.h"
@@ -81,6 +85,61 @@ TEST(FusedLaunchTest, GridSizeIsBoundedAndMonotone) {
   EXPECT_EQ(FusedGridBlocks(kFusedBytesPerBlock), 1);
   EXPECT_EQ(FusedGridBlocks(kFusedBytesPerBlock + 1), 2);
   EXPECT_EQ(FusedGridBlocks(int64_t{1} << 40), kFusedMaxBlocks);
+}
+
+// Every field of DecisionFields(), changed alone: reports name it, and the
+// fingerprint moves exactly when the field is fingerprinted. The list of
+// perturbations must cover every field: a field added without one fails here.
+TEST(DecisionFieldsTest, EveryFieldThatChangesIsNamedAndFingerprintedFieldsMoveTheFingerprint) {
+  const DecisionRecord base = Decide(true, 8);
+  std::map<std::string, std::function<void(DecisionRecord&)>> perturb = {
+      {"seq", [](DecisionRecord& r) { r.seq += 1; }},
+      {"group", [](DecisionRecord& r) { r.group = GroupId{r.group.value + 1}; }},
+      {"backend", [](DecisionRecord& r) { r.backend = BackendKind::kCustom; }},
+      {"algorithm", [](DecisionRecord& r) { r.algorithm = Algorithm::kTwoShot; }},
+      {"blocks", [](DecisionRecord& r) { r.blocks += 1; }},
+      {"fp32_acc", [](DecisionRecord& r) { r.fp32_acc = !r.fp32_acc; }},
+      {"kernel_flags", [](DecisionRecord& r) { r.kernel_flags ^= kVerifyClear; }},
+      {"ndim", [](DecisionRecord& r) { r.call.tensor.ndim = 3; }},
+      {"tokens", [](DecisionRecord& r) { r.call.tensor.dims[0] += 1; }},
+      {"hidden", [](DecisionRecord& r) { r.call.tensor.dims[1] += 8; }},
+      {"dtype", [](DecisionRecord& r) { r.call.tensor.dtype = DType::kFp16; }},
+      {"tensor_contiguous", [](DecisionRecord& r) { r.call.tensor.contiguous = false; }},
+      {"workspace_peers",
+       [](DecisionRecord& r) { r.workspace_group = GroupId{r.workspace_group.value + 1}; }},
+      {"workspace_generation", [](DecisionRecord& r) { r.workspace_generation += 1; }},
+      {"max_tokens", [](DecisionRecord& r) { r.workspace_capacity.max_tokens += 1; }},
+      {"workspace_hidden", [](DecisionRecord& r) { r.workspace_capacity.hidden += 8; }},
+      {"workspace_dtype", [](DecisionRecord& r) { r.workspace_capacity.dtype = DType::kFp32; }},
+      {"tracing", [](DecisionRecord& r) { r.call.context.tracing = true; }},
+      {"graph_capture", [](DecisionRecord& r) { r.call.context.graph_capture = true; }},
+  };
+  for (int p = 0; p < kNumPredicates; ++p) {
+    perturb[std::string(PredicateName(static_cast<Predicate>(p)))] = [p](DecisionRecord& r) {
+      const auto pred = static_cast<Predicate>(p);
+      r.Check(pred, !(r.Evaluated(pred) && r.Held(pred)));
+    };
+  }
+  ASSERT_EQ(perturb.size(), DecisionFields().size());
+  for (const DecisionField& field : DecisionFields()) {
+    SCOPED_TRACE(std::string(field.name));
+    auto it = perturb.find(std::string(field.name));
+    ASSERT_NE(it, perturb.end()) << "no perturbation for a field";
+    DecisionRecord changed = base;
+    it->second(changed);
+    ASSERT_NE(field.value(changed), field.value(base)) << "the perturbation changes nothing";
+    const std::vector<std::string> named = DescribeDifferences(changed, base);
+    EXPECT_FALSE(named.empty());
+    EXPECT_EQ(DecisionFingerprint(changed) != DecisionFingerprint(base), field.fingerprinted);
+  }
+}
+
+TEST(DecisionFieldsTest, DifferingFingerprintsAreNeverExplainedByNothing) {
+  DecisionRecord a = Decide(true, 8);
+  DecisionRecord b = a;
+  b.workspace_capacity.hidden = 4096;  // fingerprinted, and no predicate differs
+  ASSERT_NE(DecisionFingerprint(a), DecisionFingerprint(b));
+  EXPECT_THAT(DescribeDifferences(a, b), ElementsAre("workspace_hidden=8192"));
 }
 
 }  // namespace

@@ -129,6 +129,33 @@ TEST_F(GroupCoordinatorTest, ContextIsRecorded) {
   EXPECT_TRUE(record.call.context.tracing);
 }
 
+class RefuseHook : public CallHook {
+ public:
+  absl::Status BeforeExecute(const DecisionRecord& record, CommBackend& chosen) override {
+    seen_backend = chosen.kind();
+    seen_seq = record.seq;
+    return absl::AbortedError("the group's members decided differently");
+  }
+  BackendKind seen_backend = BackendKind::kSkip;
+  uint64_t seen_seq = 99;
+};
+
+TEST_F(GroupCoordinatorTest, CallHookSeesTheDecisionAndItsErrorStopsTheCall) {
+  EXPECT_CALL(fused_, AllReduce(_, _)).Times(0);
+  EXPECT_CALL(custom_, AllReduce(_, _)).Times(0);
+  EXPECT_CALL(nccl_, AllReduce(_, _)).Times(0);
+  GroupCoordinator coordinator = Coordinator();
+  RefuseHook hook;
+  coordinator.set_call_hook(&hook);
+  Tensor t{TensorDesc::Matrix(8, 8192, DType::kBf16)};
+  DecisionRecord record;
+  const absl::Status s = coordinator.AllReduce(t, &record);
+  EXPECT_EQ(s.code(), absl::StatusCode::kAborted);
+  EXPECT_EQ(hook.seen_backend, BackendKind::kFused);
+  EXPECT_EQ(hook.seen_seq, 0u);
+  EXPECT_EQ(record.backend, BackendKind::kFused);
+}
+
 TEST(PolicyRegistryTest, CreatesTheReferenceAndNamesTheKnownPoliciesOnATypo) {
   PolicyRegistry registry;
   absl::StatusOr<std::unique_ptr<DispatchPolicy>> reference = registry.Create("reference");

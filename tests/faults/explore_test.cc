@@ -157,8 +157,9 @@ TEST(FaultValidationTest, BadFaultsNameTheLineAndWhatIsAccepted) {
                         "'kernel_launch_failure'?"));
   f.kind = "straggler";
   f.params["delay"] = "5";
-  EXPECT_THAT(ValidateFault(s, layout, f).message(),
-              HasSubstr("fault 'straggler' has no parameter 'delay' (it takes: delay_us)"));
+  EXPECT_THAT(
+      ValidateFault(s, layout, f).message(),
+      HasSubstr("fault 'straggler' has no parameter 'delay' (it takes: ranks, at_step, delay_us)"));
   f.params.clear();
   f.params["delay_us"] = "soon";
   EXPECT_THAT(ValidateFault(s, layout, f).message(), HasSubstr("expects an integer, got 'soon'"));

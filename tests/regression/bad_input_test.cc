@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
+#include "cli/commands.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "cli/commands.h"
 #include "tests/regression/regression_util.h"
 
 namespace lockstep::regression {
@@ -84,7 +84,7 @@ TEST(BadInputTest, UnknownKeysSayWhatWasMeant) {
                  std::string(kHead) +
                      "parallel: {tp: 2}\nmodel: llama-3-70b\nfaults:\n"
                      "  - {kind: straggler, ranks: [1], delay: 5}\n",
-                 ":7: faults", "has no parameter 'delay' (it takes: delay_us)");
+                 ":7: faults", "has no parameter 'delay' (it takes: ranks, at_step, delay_us)");
 }
 
 TEST(BadInputTest, WrongTypesNameTheKey) {

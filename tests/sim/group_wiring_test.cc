@@ -1,0 +1,182 @@
+// The group wiring every runtime shares: votes over exactly the members,
+// bindings from the faults, agreed state in the backends, coordinators per
+// group object. Run here over a fake runtime that records what it was asked.
+
+#include "sim/replica/group_wiring.h"
+
+#include <map>
+#include <memory>
+#include <vector>
+
+#include "absl/strings/str_format.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace lockstep {
+namespace {
+
+using ::testing::ElementsAre;
+
+class FakeFused : public FusedAllReduceBackend {
+ public:
+  absl::Status AllReduce(Tensor&, const DecisionRecord&) override { return absl::OkStatus(); }
+};
+class FakeCustom : public CustomAllReduceBackend {
+ public:
+  absl::Status AllReduce(Tensor&, const DecisionRecord&) override { return absl::OkStatus(); }
+};
+class FakeNccl : public NcclBackend {
+ public:
+  absl::Status AllReduce(Tensor&, const DecisionRecord&) override { return absl::OkStatus(); }
+};
+
+// Every rank's local state is known at once (as in the simulator); the
+// runtime records the groups it voted on and built workspaces for.
+class FakeRuntime : public WiringRuntime {
+ public:
+  FakeRuntime(const ParallelLayout& layout, const std::vector<RankLocalState>& locals)
+      : layout_(layout), locals_(locals) {}
+
+  absl::StatusOr<std::vector<VoteBallot>> GatherBallots(GroupId group, const VoteBallot&) override {
+    votes.push_back(layout_.PeersToString(group));
+    std::vector<VoteBallot> out;
+    for (int p : layout_.Peers(group)) out.push_back(BallotOf(locals_[static_cast<size_t>(p)]));
+    return out;
+  }
+  bool FusedKernelReachable(std::span<const int>) override { return reachable; }
+  bool FullNvlink(std::span<const int>) override { return true; }
+  bool SameNode(std::span<const int>) override { return true; }
+  absl::StatusOr<WorkspaceHandle> CreateWorkspace(WorkspaceKind kind, GroupId group,
+                                                  const WorkspaceCapacity&, uint32_t generation,
+                                                  bool) override {
+    workspaces.push_back(absl::StrFormat("%s%s gen %d", WorkspaceKindName(kind),
+                                         layout_.PeersToString(group), generation));
+    return static_cast<WorkspaceHandle>(workspaces.size() - 1);
+  }
+  absl::StatusOr<std::unique_ptr<FusedAllReduceBackend>> MakeFused(int, GroupId,
+                                                                   WorkspaceHandle) override {
+    return std::make_unique<FakeFused>();
+  }
+  std::unique_ptr<CustomAllReduceBackend> MakeCustom(int, GroupId) override {
+    return std::make_unique<FakeCustom>();
+  }
+  absl::StatusOr<std::unique_ptr<NcclBackend>> MakeNccl(int, GroupId) override {
+    return std::make_unique<FakeNccl>();
+  }
+
+  bool reachable = true;
+  std::vector<std::string> votes;
+  std::vector<std::string> workspaces;
+
+ private:
+  const ParallelLayout& layout_;
+  const std::vector<RankLocalState>& locals_;
+};
+
+// A fault plan that binds the MoE workspaces to an equal-size group of other
+// peers and makes one rank fail its allocation.
+class BindMoeToTp : public ReplicaFaults {
+ public:
+  WorkspaceBinding BindWorkspaces(const ParallelLayout&, WorkspaceKind kind,
+                                  GroupRole intended) override {
+    return kind == WorkspaceKind::kMoe ? WorkspaceBinding{GroupRole::kMoeTp, 2}
+                                       : WorkspaceBinding{intended, 0};
+  }
+  void InitLocalState(int rank, RankLocalState& state) override {
+    if (rank == 3) state.workspace_allocated = false;
+  }
+};
+
+class GroupWiringTest : public ::testing::Test {
+ protected:
+  GroupWiringTest() {
+    ParallelConfig c;
+    c.tp = 4;
+    c.ep = 2;
+    layout_ = *ParallelLayout::Build(c);
+    config_ = {true, {256, 4096, DType::kBf16}, true, 8 << 20};
+  }
+
+  // Wires every rank of the layout; returns rank `rank`'s wiring.
+  std::vector<RankWiring> WireAll(ReplicaFaults* faults, FakeRuntime** runtime_out = nullptr) {
+    const WorkspaceTags tags = ReplicaTags(layout_, policy_, config_, faults);
+    locals_.clear();
+    for (int r = 0; r < layout_.world_size(); ++r) {
+      locals_.push_back(InitialLocalState(config_, r, faults));
+    }
+    runtime_ = std::make_unique<FakeRuntime>(layout_, locals_);
+    std::vector<RankWiring> all(static_cast<size_t>(layout_.world_size()));
+    for (int r = 0; r < layout_.world_size(); ++r) {
+      all[static_cast<size_t>(r)].local = locals_[static_cast<size_t>(r)];
+      EXPECT_TRUE(WireRank(config_, layout_, policy_, tags, r, faults, *runtime_,
+                           all[static_cast<size_t>(r)])
+                      .ok());
+    }
+    if (runtime_out != nullptr) *runtime_out = runtime_.get();
+    return all;
+  }
+
+  ParallelLayout layout_;
+  WiringConfig config_;
+  DispatchPolicy policy_;
+  std::vector<RankLocalState> locals_;
+  std::unique_ptr<FakeRuntime> runtime_;
+};
+
+TEST_F(GroupWiringTest, EveryWorkspaceIsVotedOnByExactlyItsMembersAndTheLibraryOverTp) {
+  FakeRuntime* runtime = nullptr;
+  const std::vector<RankWiring> all = WireAll(nullptr, &runtime);
+  // Rank 0 votes on its attention-TP workspace ([0..3] = TP here), its MoE
+  // workspace on MOE_EP ([0,2]), then the library over TP.
+  EXPECT_THAT(std::vector<std::string>(runtime->votes.begin(), runtime->votes.begin() + 3),
+              ElementsAre("[0,1,2,3]", "[0,2]", "[0,1,2,3]"));
+  const RankWiring& r0 = all[0];
+  EXPECT_TRUE(r0.attn_workspace.initialized);
+  EXPECT_TRUE(r0.moe_workspace.initialized);
+  EXPECT_EQ(layout_.PeersToString(r0.moe_workspace.group), "[0,2]");
+  EXPECT_TRUE(r0.library_available);
+  // Every group object has a coordinator; the tagged ones a fused backend
+  // whose agreed state points at the rank's own agreed view.
+  ASSERT_EQ(r0.groups.size(), layout_.objects().size());
+  const RankWiring::Group& ep =
+      r0.groups[static_cast<size_t>(layout_.ObjectIndex(GroupRole::kMoeEp))];
+  ASSERT_NE(ep.fused, nullptr);
+  EXPECT_EQ(ep.fused->agreed().workspace, &r0.moe_workspace);
+  EXPECT_EQ(ep.custom, nullptr) << "SGLang builds no custom all-reduce on the expert group";
+  const RankWiring::Group& moe_tp =
+      r0.groups[static_cast<size_t>(layout_.ObjectIndex(GroupRole::kMoeTp))];
+  EXPECT_EQ(moe_tp.fused, nullptr) << "MOE_TP is not tagged when MOE_EP owns the workspace";
+  EXPECT_NE(moe_tp.custom, nullptr);
+  for (const RankWiring::Group& g : r0.groups) EXPECT_NE(g.coordinator, nullptr);
+}
+
+TEST_F(GroupWiringTest, AnAllocationFailureIsVotedOffOnEveryMemberAndOnlyThem) {
+  BindMoeToTp faults;
+  const std::vector<RankWiring> all = WireAll(&faults);
+  // Rank 3 failed: its attention workspace ([0..3]) is off on every rank; the
+  // MoE workspace, bound by the fault to MOE_TP ([0,1] and [2,3]), is off on
+  // [2,3] only, and carries the fault's generation.
+  for (int r = 0; r < 4; ++r) {
+    const RankWiring& w = all[static_cast<size_t>(r)];
+    EXPECT_FALSE(w.attn_workspace.initialized) << "rank " << r;
+    EXPECT_EQ(w.moe_workspace.initialized, r < 2) << "rank " << r;
+    EXPECT_EQ(w.moe_workspace.generation, 2u);
+  }
+  EXPECT_EQ(layout_.PeersToString(all[2].moe_workspace.group), "[2,3]");
+}
+
+TEST_F(GroupWiringTest, UnreachableGpusLeaveTheWorkspaceUninitialisedEverywhere) {
+  const WorkspaceTags tags = ReplicaTags(layout_, policy_, config_, nullptr);
+  std::vector<RankLocalState> locals(4, InitialLocalState(config_, 0, nullptr));
+  FakeRuntime runtime(layout_, locals);
+  runtime.reachable = false;
+  RankWiring w;
+  w.local = locals[1];
+  ASSERT_TRUE(WireRank(config_, layout_, policy_, tags, 1, nullptr, runtime, w).ok());
+  EXPECT_FALSE(w.attn_workspace.initialized);
+  EXPECT_FALSE(w.moe_workspace.initialized);
+  EXPECT_EQ(w.attn_workspace.world_size, 4) << "the view still names its peers";
+}
+
+}  // namespace
+}  // namespace lockstep
