@@ -325,27 +325,18 @@ bool HwRank::Reduce(const SiteRef& site, GroupRole role, const TensorDesc& desc,
   site_ = site;
   pattern_ = pattern;
   hook_stopped_ = false;
-  GroupCoordinator& coordinator = wiring_.coordinator(object_);
   Tensor tensor{desc, data};
-  CallContext context;
-  context.pattern = pattern;
-  DecisionRecord record;
-  const auto since_start = [this] {
-    return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start_).count();
-  };
-  const int64_t begin = since_start();
-  const absl::Status status = coordinator.AllReduce(tensor, &record, context);
-  if (record.backend == BackendKind::kSkip) return true;
+  std::optional<CallOutcome> outcome = DispatchAllReduce(
+      wiring_.coordinator(object_), tensor, pattern, rank_, site, object_, layout_, [this] {
+        return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start_).count();
+      });
+  if (!outcome) return true;        // a group of one rank
   if (hook_stopped_) return false;  // the finding is the hook's
-  CallOutcome outcome =
-      RecordDispatchedCall(DispatchedCall{rank_, site, object_, coordinator.group(), &record,
-                                          desc.tokens(), begin, since_start(), status},
-                           layout_);
-  events_.push_back(outcome.event);
-  if (outcome.raised) {
+  events_.push_back(outcome->event);
+  if (outcome->raised) {
     if (!finding_) {
-      outcome.raised->at_ns = Clock::now().time_since_epoch().count();
-      finding_ = *std::move(outcome.raised);
+      outcome->raised->at_ns = Clock::now().time_since_epoch().count();
+      finding_ = *std::move(outcome->raised);
     }
     return false;
   }

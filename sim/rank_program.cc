@@ -98,24 +98,17 @@ class SimHost {
       return false;
     }
     const int object = ctx_.layout.ObjectIndex(role);
-    GroupCoordinator& coordinator = rt_.wiring.coordinator(object);
     Tensor tensor{desc, &data};
-    DecisionRecord record;
-    CallContext context;
-    context.pattern = pattern;
-    const int64_t begin = ctx_.Clock(rank_);
     rt_.current_object = object;
     rt_.current_site = site;
-    const absl::Status status = coordinator.AllReduce(tensor, &record, context);
-    if (record.backend == BackendKind::kSkip) return !ctx_.stopped();
-    CallOutcome outcome =
-        RecordDispatchedCall(DispatchedCall{rank_, site, object, coordinator.group(), &record,
-                                            desc.tokens(), begin, ctx_.Clock(rank_), status},
-                             ctx_.layout);
-    ctx_.trace.Add(outcome.event);
-    if (outcome.raised) {
+    std::optional<CallOutcome> outcome =
+        DispatchAllReduce(rt_.wiring.coordinator(object), tensor, pattern, rank_, site, object,
+                          ctx_.layout, [this] { return ctx_.Clock(rank_); });
+    if (!outcome) return !ctx_.stopped();
+    ctx_.trace.Add(outcome->event);
+    if (outcome->raised) {
       // The rank raises; the launcher tears the job down.
-      ctx_.Report(*std::move(outcome.raised));
+      ctx_.Report(*std::move(outcome->raised));
       return false;
     }
     return !ctx_.stopped();

@@ -98,31 +98,32 @@ class SimWiringRuntime final : public WiringRuntime {
                                              run_.workspaces[static_cast<size_t>(workspace)].get());
   }
   std::unique_ptr<CustomAllReduceBackend> MakeCustom(int object, GroupId group) override {
-    auto [it, inserted] = custom_index_.try_emplace(std::pair{object, group.value},
-                                                    static_cast<int32_t>(run_.customs.size()));
-    if (inserted) {
-      const ParallelLayout& layout = run_.ctx.layout;
-      run_.customs.push_back(std::make_unique<SimCustomAllReduce>(
-          run_.ctx, GroupName(layout, layout.objects()[static_cast<size_t>(object)], group),
-          Members(layout, group)));
-    }
     return std::make_unique<SimCustomBackend>(backend_context_,
-                                              run_.customs[static_cast<size_t>(it->second)].get());
+                                              Instance(run_.customs, custom_index_, object, group));
   }
   absl::StatusOr<std::unique_ptr<NcclBackend>> MakeNccl(int object, GroupId group) override {
-    auto [it, inserted] = comm_index_.try_emplace(std::pair{object, group.value},
-                                                  static_cast<int32_t>(run_.comms.size()));
-    if (inserted) {
-      const ParallelLayout& layout = run_.ctx.layout;
-      run_.comms.push_back(std::make_unique<SimComm>(
-          run_.ctx, GroupName(layout, layout.objects()[static_cast<size_t>(object)], group),
-          Members(layout, group)));
-    }
     return std::make_unique<SimNcclBackend>(backend_context_,
-                                            run_.comms[static_cast<size_t>(it->second)].get());
+                                            Instance(run_.comms, comm_index_, object, group));
   }
 
  private:
+  // The simulated resource of group `group` of `object` (a communicator, a
+  // custom all-reduce), built by the first member that asks.
+  template <class T>
+  T* Instance(std::vector<std::unique_ptr<T>>& all,
+              absl::flat_hash_map<std::pair<int, uint32_t>, int32_t>& index, int object,
+              GroupId group) {
+    auto [it, inserted] =
+        index.try_emplace(std::pair{object, group.value}, static_cast<int32_t>(all.size()));
+    if (inserted) {
+      const ParallelLayout& layout = run_.ctx.layout;
+      all.push_back(std::make_unique<T>(
+          run_.ctx, GroupName(layout, layout.objects()[static_cast<size_t>(object)], group),
+          Members(layout, group)));
+    }
+    return all[static_cast<size_t>(it->second)].get();
+  }
+
   SimRun& run_;
   int rank_;
   SimBackendContext backend_context_;

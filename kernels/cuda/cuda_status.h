@@ -28,14 +28,17 @@ inline absl::Status CudaStatus(cudaError_t err, std::string_view what) {
 
 }  // namespace lockstep::cuda
 
-// Returns the error of a CUDA runtime call from the enclosing function (which
-// returns absl::Status or absl::StatusOr<T>).
-#define LOCKSTEP_RETURN_IF_CUDA_ERROR(expr)                                          \
-  do {                                                                               \
-    if (absl::Status lockstep_status_ = ::lockstep::cuda::CudaStatus((expr), #expr); \
-        !lockstep_status_.ok()) {                                                    \
-      return lockstep_status_;                                                       \
-    }                                                                                \
+// Returns a non-OK absl::Status from the enclosing function (which returns
+// absl::Status or absl::StatusOr<T>).
+#define LOCKSTEP_RETURN_IF_ERROR(status_expr)                                    \
+  do {                                                                           \
+    if (absl::Status lockstep_status_ = (status_expr); !lockstep_status_.ok()) { \
+      return lockstep_status_;                                                   \
+    }                                                                            \
   } while (0)
+
+// Returns the error of a CUDA runtime call, naming the call.
+#define LOCKSTEP_RETURN_IF_CUDA_ERROR(expr) \
+  LOCKSTEP_RETURN_IF_ERROR(::lockstep::cuda::CudaStatus((expr), #expr))
 
 #endif  // LOCKSTEP_KERNELS_CUDA_CUDA_STATUS_H_

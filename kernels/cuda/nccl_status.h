@@ -10,6 +10,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_format.h"
+#include "kernels/cuda/cuda_status.h"
 
 namespace lockstep::cuda {
 
@@ -26,12 +27,8 @@ inline absl::Status NcclStatus(ncclResult_t result, std::string_view what,
 
 }  // namespace lockstep::cuda
 
-#define LOCKSTEP_RETURN_IF_NCCL_ERROR(expr)                                          \
-  do {                                                                               \
-    if (absl::Status lockstep_status_ = ::lockstep::cuda::NcclStatus((expr), #expr); \
-        !lockstep_status_.ok()) {                                                    \
-      return lockstep_status_;                                                       \
-    }                                                                                \
-  } while (0)
+// Returns the error of a NCCL call, naming the call.
+#define LOCKSTEP_RETURN_IF_NCCL_ERROR(expr) \
+  LOCKSTEP_RETURN_IF_ERROR(::lockstep::cuda::NcclStatus((expr), #expr))
 
 #endif  // LOCKSTEP_KERNELS_CUDA_NCCL_STATUS_H_

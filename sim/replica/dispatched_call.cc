@@ -6,44 +6,57 @@
 
 namespace lockstep {
 
-CallOutcome RecordDispatchedCall(const DispatchedCall& call, const ParallelLayout& layout) {
-  const DecisionRecord& record = *call.record;
-  CallOutcome out;
-  TraceEvent& event = out.event;
-  event.rank = call.rank;
-  event.site = call.site;
-  event.object = call.object;
-  event.group = call.group;
+CallOutcome RecordDispatchedCall(TraceEvent event, const DecisionRecord& record,
+                                 const absl::Status& status, const ParallelLayout& layout) {
   event.backend = record.backend;
   event.algorithm = record.algorithm;
-  event.tokens = call.tokens;
   event.seq = record.seq;
-  event.begin_ns = call.begin_ns;
-  event.end_ns = call.end_ns;
-  event.failed = !call.status.ok();
-  if (call.status.ok()) return out;
+  event.failed = !status.ok();
+  CallOutcome out{event, std::nullopt};
+  if (status.ok()) return out;
 
   const std::string group =
-      absl::StrFormat("%s %s", layout.objects()[static_cast<size_t>(call.object)].name,
-                      layout.PeersToString(call.group));
+      absl::StrFormat("%s %s", layout.objects()[static_cast<size_t>(event.object)].name,
+                      layout.PeersToString(event.group));
   Finding f;
   f.verdict = Verdict::kFailStop;
   f.detector = Detector::kBackendRaised;
-  f.summary = absl::StrFormat("rank %d raised in %s all-reduce at %s: %s", call.rank,
-                              BackendKindName(record.backend), call.site.ToString(),
-                              call.status.ToString());
-  f.details = {{"rank", call.rank},
-               {"site", call.site.ToString()},
+  f.summary =
+      absl::StrFormat("rank %d raised in %s all-reduce at %s: %s", event.rank,
+                      BackendKindName(record.backend), event.site.ToString(), status.ToString());
+  f.details = {{"rank", event.rank},
+               {"site", event.site.ToString()},
                {"group", group},
                {"seq", record.seq},
                {"backend", std::string(BackendKindName(record.backend))},
-               {"error", call.status.ToString()},
+               {"error", status.ToString()},
                {"decision", ExplainDecision(record, &layout)}};
-  f.rank = call.rank;
-  f.at_ns = call.end_ns;
-  f.timed_out = call.status.code() == absl::StatusCode::kDeadlineExceeded;
+  f.rank = event.rank;
+  f.at_ns = event.end_ns;
+  f.timed_out = status.code() == absl::StatusCode::kDeadlineExceeded;
   out.raised = std::move(f);
   return out;
+}
+
+std::optional<CallOutcome> DispatchAllReduce(GroupCoordinator& coordinator, Tensor& tensor,
+                                             FusionPattern pattern, int rank, const SiteRef& site,
+                                             int object, const ParallelLayout& layout,
+                                             const std::function<int64_t()>& clock) {
+  DecisionRecord record;
+  CallContext context;
+  context.pattern = pattern;
+  const int64_t begin = clock();
+  const absl::Status status = coordinator.AllReduce(tensor, &record, context);
+  if (record.backend == BackendKind::kSkip) return std::nullopt;
+  TraceEvent event;
+  event.rank = rank;
+  event.site = site;
+  event.object = object;
+  event.group = coordinator.group();
+  event.tokens = tensor.desc.tokens();
+  event.begin_ns = begin;
+  event.end_ns = clock();
+  return RecordDispatchedCall(event, record, status, layout);
 }
 
 }  // namespace lockstep

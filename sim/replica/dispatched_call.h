@@ -6,29 +6,19 @@
 #define LOCKSTEP_SIM_REPLICA_DISPATCHED_CALL_H_
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 
 #include "absl/status/status.h"
 #include "dispatch/decision.h"
+#include "dispatch/group_coordinator.h"
 #include "dispatch/group_layout.h"
+#include "dispatch/tensor.h"
 #include "sim/replica/site.h"
 #include "sim/replica/trace.h"
 #include "sim/report/finding.h"
 
 namespace lockstep {
-
-// One call as a host saw it, after the coordinator returned.
-struct DispatchedCall {
-  int rank = 0;
-  SiteRef site;
-  int object = 0;  // group object (ParallelLayout::objects() index)
-  GroupId group;
-  const DecisionRecord* record = nullptr;
-  int64_t tokens = 0;
-  int64_t begin_ns = 0;  // the host's clock (virtual in the simulator)
-  int64_t end_ns = 0;
-  absl::Status status;
-};
 
 struct CallOutcome {
   TraceEvent event;
@@ -37,10 +27,22 @@ struct CallOutcome {
   std::optional<Finding> raised;
 };
 
-// What a dispatched call leaves behind. `layout` names the group in the
-// finding. Calls the coordinator skipped (groups of one rank) leave nothing
-// and must not be passed here.
-CallOutcome RecordDispatchedCall(const DispatchedCall& call, const ParallelLayout& layout);
+// What a dispatched call leaves behind. The host fills where and when the
+// call ran in `event` (rank, site, object, group, tokens, begin and end on
+// its clock); the decision and the call's status fill the rest. `layout`
+// names the group in the finding. Calls the coordinator skipped (groups of
+// one rank) leave nothing and must not be passed here.
+CallOutcome RecordDispatchedCall(TraceEvent event, const DecisionRecord& record,
+                                 const absl::Status& status, const ParallelLayout& layout);
+
+// One all-reduce of `tensor` through `coordinator` (group object `object`),
+// as rank `rank` makes it at `site`, with its bookkeeping; `clock` reads the
+// host's clock before and after. nullopt when the coordinator skipped it (a
+// group of one rank).
+std::optional<CallOutcome> DispatchAllReduce(GroupCoordinator& coordinator, Tensor& tensor,
+                                             FusionPattern pattern, int rank, const SiteRef& site,
+                                             int object, const ParallelLayout& layout,
+                                             const std::function<int64_t()>& clock);
 
 }  // namespace lockstep
 

@@ -33,8 +33,8 @@
 #include "dispatch/policy.h"
 #include "dispatch/stable_hash.h"
 #include "dispatch/tensor.h"
-#include "sim/scenario/scenario.h"
 #include "sim/replica/site.h"
+#include "sim/scenario/scenario.h"
 
 namespace lockstep {
 
