@@ -1,6 +1,6 @@
 // Nanoseconds per dispatch decision: the predicates and the backend choice of
 // GroupCoordinator, the code every all-reduce of a serving engine runs.
-// Goal (DESIGN §7): <= 25 ns per decision. Baseline in the same run: one
+// Goal (docs/PERFORMANCE.md, "Goals"): <= 25 ns per decision. Baseline in the same run: one
 // virtual call through the backend seam, the least any dispatch can cost.
 
 #include <benchmark/benchmark.h>

@@ -108,7 +108,7 @@ double OpenMpiRankCallsPerSecond(int np, long calls) {
 #endif
 }
 
-// The ratio the simulator is held to (DESIGN §7): simulated rank-calls per
+// The ratio the simulator is held to (docs/PERFORMANCE.md, "Goals"): simulated rank-calls per
 // second over OpenMPI's, same machine, same run, world 8.
 void BM_SimVersusOpenMpi(benchmark::State& state) {
   const bool fused = state.range(0) != 0;

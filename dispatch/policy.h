@@ -2,6 +2,15 @@
 // The base class *is* the reference design (SGLang after PR #30700); the
 // known-bad mutants of faults/ derive from it and override one decision each,
 // so the reference is never edited to make room for them.
+//
+//   PolicyRegistry registry;                          // "reference" only
+//   faults::RegisterMutants(registry);                // plus the mutants
+//   std::unique_ptr<DispatchPolicy> policy = *registry.Create("reference");
+//   GroupCoordinator tp("tp", group, 4, rank_in_group, WorkspaceKind::kAttnTp,
+//                       backends, policy.get());
+//   DecisionRecord record;
+//   absl::Status s = tp.AllReduce(tensor, &record);  // Choose, then Execute
+//   // record.backend, record.algorithm, and every predicate's inputs
 
 #ifndef LOCKSTEP_DISPATCH_POLICY_H_
 #define LOCKSTEP_DISPATCH_POLICY_H_

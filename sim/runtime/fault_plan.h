@@ -2,6 +2,16 @@
 // (sim/replica/replica_faults.h) plus the ones inside the protocol memory
 // model, which only the simulator has. faults/ implements them; the simulator
 // calls them, never by changing the code under test.
+//
+//   class DropEveryThirdPush : public SimFaultPlan {  // a test's own plan
+//    public:
+//     bool DropsPush(int rank, int, uint64_t epoch) override {
+//       return rank == 1 && epoch % 3 == 0;
+//     }
+//   };
+//   DropEveryThirdPush plan;
+//   SimOptions options;
+//   options.faults = &plan;  // or faults::FaultInjector from a scenario's list
 
 #ifndef LOCKSTEP_SIM_RUNTIME_FAULT_PLAN_H_
 #define LOCKSTEP_SIM_RUNTIME_FAULT_PLAN_H_

@@ -1,4 +1,4 @@
-// The verdicts of a run (DESIGN §3), with their exact names.
+// The verdicts of a run (docs/SIMULATOR.md, "Verdicts"), with their exact names.
 
 #ifndef LOCKSTEP_SIM_SCENARIO_VERDICT_H_
 #define LOCKSTEP_SIM_SCENARIO_VERDICT_H_

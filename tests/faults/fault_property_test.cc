@@ -12,6 +12,7 @@
 #include "faults/runner.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/property_seeds.h"
 
 namespace lockstep::faults {
 namespace {
@@ -43,7 +44,7 @@ TEST_P(FaultKindTest, ReferenceGivesTheDeclaredOutcomeOnEveryApplicableLayout) {
     ++applicable;
     // Each target rank of the world, over seeds and both schedules.
     for (int rank = 0; rank < layout->world_size(); rank += std::max(1, layout->world_size() / 4)) {
-      for (uint64_t seed = 1; seed <= 6; ++seed) {
+      for (uint64_t seed = 1; seed <= lockstep::testing::PropertySeeds(6); ++seed) {
         Scenario s = base;
         s.expect.reset();
         FaultSpec f;
@@ -82,27 +83,6 @@ std::vector<std::string> KindNames() {
 INSTANTIATE_TEST_SUITE_P(AllKinds, FaultKindTest, ::testing::ValuesIn(KindNames()),
                          [](const auto& param_info) { return param_info.param; });
 
-TEST(SwarmPropertyTest, ReferenceNeverFailsSilentlyUnderSwarmFaults) {
-  const std::vector<Scenario> base = BaseScenarios();
-  const PolicyRegistry registry = MakePolicyRegistry();
-  for (const char* schedule : {"random", "pct:3"}) {
-    ExploreOptions o;
-    o.seeds = 500;
-    o.swarm = true;
-    o.schedule = schedule;
-    o.jobs = 2;
-    absl::StatusOr<ExploreResult> r = Explore(base, o, registry);
-    ASSERT_TRUE(r.ok()) << r.status();
-    for (size_t k = 0; k < base.size(); ++k) {
-      const ScenarioSummary& s = r->scenarios[k];
-      EXPECT_FALSE(s.first_failure.has_value())
-          << schedule << " " << s.name << " seed " << s.first_failure->seed << ": "
-          << s.first_failure->summary;
-    }
-    EXPECT_TRUE(r->all_acceptable);
-  }
-}
-
 TEST(DeclaredFaultScenariosTest, EveryFaultExampleGivesItsExpectedVerdict) {
   absl::StatusOr<std::vector<Scenario>> all = LoadScenarios(Topologies() + "/scenarios/faults");
   ASSERT_TRUE(all.ok()) << all.status();
@@ -112,7 +92,7 @@ TEST(DeclaredFaultScenariosTest, EveryFaultExampleGivesItsExpectedVerdict) {
   for (const Scenario& s : *all) {
     ASSERT_TRUE(s.expect.has_value()) << s.path;
     for (const FaultSpec& f : s.faults) kinds_covered.insert(f.kind);
-    for (uint64_t seed : {uint64_t{1}, uint64_t{2}, uint64_t{3}}) {
+    for (uint64_t seed = 1; seed <= lockstep::testing::PropertySeeds(3); ++seed) {
       SimOptions o;
       o.seed = seed;
       o.keep_trace = false;

@@ -15,6 +15,7 @@
 #include "faults/explore.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/property_seeds.h"
 #include "tests/regression/regression_util.h"
 
 namespace lockstep::regression {
@@ -31,7 +32,7 @@ TEST_P(CatalogueScenarioTest, GivesItsExpectUnderTheReferenceOnEverySeed) {
   // The reference design may mask a fault or stop loudly, never fail silently.
   ASSERT_FALSE(IsSilentFailure(*s->expect))
       << GetParam() << " expects " << VerdictName(*s->expect) << " of the reference";
-  for (uint64_t seed = 1; seed <= kSeeds; ++seed) {
+  for (uint64_t seed = 1; seed <= testing::PropertySeeds(kSeeds); ++seed) {
     absl::StatusOr<SimResult> r = RunScenario(*s, "reference", seed);
     ASSERT_TRUE(r.ok()) << r.status();
     EXPECT_EQ(r->verdict, *s->expect)

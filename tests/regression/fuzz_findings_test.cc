@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
+#include "cli/commands.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "cli/commands.h"
 #include "sim/scenario/scenario_yaml.h"
 #include "tests/regression/regression_util.h"
 

@@ -14,6 +14,7 @@
 #include "dispatch/policy.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/property_seeds.h"
 #include "tests/regression/regression_util.h"
 
 namespace lockstep::regression {
@@ -29,7 +30,7 @@ void ExpectReferenceHolds(std::string_view name) {
   ASSERT_TRUE(s.ok()) << s.status();
   ASSERT_TRUE(s->expect.has_value());
   ASSERT_FALSE(IsSilentFailure(*s->expect));
-  for (uint64_t seed = 1; seed <= kSeeds; ++seed) {
+  for (uint64_t seed = 1; seed <= testing::PropertySeeds(kSeeds); ++seed) {
     absl::StatusOr<SimResult> r = RunScenario(*s, "reference", seed);
     ASSERT_TRUE(r.ok()) << r.status();
     EXPECT_EQ(r->verdict, *s->expect) << "seed " << seed << ": " << r->summary
