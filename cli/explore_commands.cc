@@ -40,11 +40,46 @@ struct LoadedReport {
   std::string trace_hash;
 };
 
+// Whether `text` is JSON nested at most `max_depth` deep, in constant memory:
+// a DOM of a hostile report of nested brackets takes some 40 bytes per byte
+// of input before its depth could be checked.
+class DepthCheck : public nlohmann::json_sax<nlohmann::json> {
+ public:
+  explicit DepthCheck(int max_depth) : max_depth_(max_depth) {}
+  bool null() override { return true; }
+  bool boolean(bool) override { return true; }
+  bool number_integer(number_integer_t) override { return true; }
+  bool number_unsigned(number_unsigned_t) override { return true; }
+  bool number_float(number_float_t, const string_t&) override { return true; }
+  bool string(string_t&) override { return true; }
+  bool binary(binary_t&) override { return true; }
+  bool start_object(std::size_t) override { return ++depth_ <= max_depth_; }
+  bool key(string_t&) override { return true; }
+  bool end_object() override { return --depth_ >= 0; }
+  bool start_array(std::size_t) override { return ++depth_ <= max_depth_; }
+  bool end_array() override { return --depth_ >= 0; }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override {
+    return false;
+  }
+
+ private:
+  int max_depth_;
+  int depth_ = 0;
+};
+
 // A report as lockstep sim --report writes it; an edited or truncated one is
 // InvalidArgument saying what is wrong, never an exception (issue 11).
 absl::StatusOr<LoadedReport> LoadReport(const std::string& path) {
   absl::StatusOr<std::string> text = ReadInputFile(path, kMaxReportFileBytes, "reports");
   if (!text.ok()) return text.status();
+  // A report lockstep wrote is nested a few levels deep.
+  DepthCheck depth(64);
+  if (!nlohmann::json::sax_parse(*text, &depth)) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "%s: not a JSON report (truncated, edited or nested over 64 deep? write one with lockstep "
+        "sim --report)",
+        path));
+  }
   nlohmann::json j = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded() || !j.is_object()) {
     return absl::InvalidArgumentError(absl::StrFormat(

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -68,11 +69,14 @@ absl::StatusOr<std::string> ReadInputFile(const std::string& path, int64_t max_b
   if (st.st_size > max_bytes) {
     return too_large(absl::StrFormat("%d bytes", st.st_size));
   }
-  // Read at most one byte past the limit: files under /proc report size 0.
+  // Read at most one byte past the limit (files under /proc report size 0),
+  // growing the buffer from the size the file reports.
+  const auto limit = static_cast<size_t>(max_bytes) + 1;
   std::string text;
-  text.resize(static_cast<size_t>(max_bytes) + 1);
+  text.resize(std::min(limit, static_cast<size_t>(st.st_size) + 1));
   size_t got = 0;
-  while (got < text.size()) {
+  while (got < limit) {
+    if (got == text.size()) text.resize(std::min(limit, std::max<size_t>(2 * got, 4096)));
     const ssize_t n = read(fd.get(), text.data() + got, text.size() - got);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) {
