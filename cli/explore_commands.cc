@@ -129,10 +129,12 @@ absl::StatusOr<LoadedReport> LoadReport(const std::string& path) {
 }
 
 // The memory budget check of one run, or of `runs` concurrent runs of the
-// largest of `scenarios` (`extra` for what the command keeps per run).
+// largest of `scenarios` (`extra` for what the command keeps per run). The
+// message names `label`, else the scenario's file.
 absl::Status CheckRunsFit(const std::vector<Scenario>& scenarios, const SimOptions& options,
                           uint64_t runs, uint64_t extra, std::string_view extra_what,
-                          const MemoryBudget& budget, uint64_t* fitting_runs) {
+                          const MemoryBudget& budget, uint64_t* fitting_runs,
+                          const std::string& label = "") {
   MemoryEstimate largest;
   std::string largest_path;
   for (const Scenario& s : scenarios) {
@@ -146,8 +148,8 @@ absl::Status CheckRunsFit(const std::vector<Scenario>& scenarios, const SimOptio
   }
   const uint64_t fit = RunsThatFit(largest, runs, extra, budget);
   if (fitting_runs != nullptr) *fitting_runs = fit;
-  return CheckMemory(largest_path, largest, std::max<uint64_t>(1, std::min(fit, runs)), extra,
-                     extra_what, budget);
+  return CheckMemory(label.empty() ? largest_path : label, largest,
+                     std::max<uint64_t>(1, std::min(fit, runs)), extra, extra_what, budget);
 }
 
 }  // namespace
@@ -287,7 +289,7 @@ int RunReplay(std::span<const std::string> args, std::ostream& out, std::ostream
     return kExitUsage;
   }
   if (absl::Status s =
-          CheckRunsFit({report->scenario}, report->options, 1, 0, "", *budget, nullptr);
+          CheckRunsFit({report->scenario}, report->options, 1, 0, "", *budget, nullptr, path);
       !s.ok()) {
     err << "lockstep replay: " << s.message() << "\n";
     return kExitUsage;
@@ -336,7 +338,8 @@ int RunShrink(std::span<const std::string> args, std::ostream& out, std::ostream
   // Every candidate is smaller than the report's scenario.
   SimOptions shrink_options = report->options;
   shrink_options.keep_trace = false;
-  if (absl::Status s = CheckRunsFit({report->scenario}, shrink_options, 1, 0, "", *budget, nullptr);
+  if (absl::Status s =
+          CheckRunsFit({report->scenario}, shrink_options, 1, 0, "", *budget, nullptr, path);
       !s.ok()) {
     err << "lockstep shrink: " << s.message() << "\n";
     return kExitUsage;

@@ -167,7 +167,7 @@ absl::StatusOr<YAML::Node> LoadYaml(std::string_view text, const std::string& fi
     if (documents.empty()) return YAML::Node();
     if (documents.size() > 1) {
       int line = documents[1].Mark().line;
-      if (line < 0) {  // an empty second document: the line of its "---"
+      if (line < 0 || documents[1].IsNull()) {  // an empty document: the line of its "---"
         const size_t at = text.rfind("\n---");
         line = at == std::string_view::npos
                    ? 0
