@@ -1,5 +1,6 @@
 #include "sim/scenario/scenario_yaml.h"
 
+#include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
 #include <filesystem>
@@ -159,15 +160,44 @@ class Reader {
 
 constexpr int64_t kMaxTokens = int64_t{1} << 24;
 
+// Counts the documents of a YAML stream without building them, and keeps
+// where the second one starts.
+class DocumentCounter : public YAML::EventHandler {
+ public:
+  void OnDocumentStart(const YAML::Mark& mark) override {
+    if (++documents_ == 2) second_ = mark;
+  }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                const std::string&) override {}
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                       YAML::EmitterStyle::value) override {}
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                  YAML::EmitterStyle::value) override {}
+  void OnMapEnd() override {}
+  const YAML::Mark& second() const { return second_; }
+
+ private:
+  int documents_ = 0;
+  YAML::Mark second_ = YAML::Mark::null_mark();
+};
+
 absl::StatusOr<YAML::Node> LoadYaml(std::string_view text, const std::string& file) {
   try {
-    // Every document, so that a second one is refused rather than ignored
-    // (issue 11: yaml-cpp's Load reads the first and drops the rest).
-    std::vector<YAML::Node> documents = YAML::LoadAll(std::string(text));
-    if (documents.empty()) return YAML::Node();
-    if (documents.size() > 1) {
-      int line = documents[1].Mark().line;
-      if (line < 0 || documents[1].IsNull()) {  // an empty document: the line of its "---"
+    YAML::Node root = YAML::Load(std::string(text));
+    // A second document is refused rather than ignored (issue 11: Load reads
+    // the first and drops the rest). Two parser steps at most: yaml-cpp's
+    // LoadAll never ends on some malformed input (simulate_fuzzer found it
+    // while this was written), each step here does.
+    std::istringstream in{std::string(text)};
+    YAML::Parser parser(in);
+    DocumentCounter counter;
+    if (parser.HandleNextDocument(counter) && parser.HandleNextDocument(counter)) {
+      int line = counter.second().line;
+      if (line < 0) {  // an empty document: the line of its "---"
         const size_t at = text.rfind("\n---");
         line = at == std::string_view::npos
                    ? 0
@@ -178,7 +208,7 @@ absl::StatusOr<YAML::Node> LoadYaml(std::string_view text, const std::string& fi
           "remove the second document or put it in its own file",
           file, line + 1));
     }
-    return documents.front();
+    return root;
   } catch (const YAML::Exception& e) {
     return absl::InvalidArgumentError(
         absl::StrFormat("%s:%d: malformed YAML: %s", file, e.mark.line + 1, e.msg));
