@@ -60,8 +60,7 @@ void Run(const lockstep::Scenario& s, uint64_t seed, const char* what) {
   // large: a token-count fault's delta, say).
   const absl::StatusOr<lockstep::ParallelLayout> layout =
       lockstep::ParallelLayout::Build(s.parallel);
-  if (!layout.ok() ||
-      lockstep::EstimateRunMemory(s, *layout, options).total > kMaxEstimateBytes) {
+  if (!layout.ok() || lockstep::EstimateRunMemory(s, *layout, options).total > kMaxEstimateBytes) {
     return;
   }
   const absl::StatusOr<lockstep::SimResult> r =
