@@ -1,6 +1,8 @@
 #include "cli/commands.h"
 
 #include <array>
+#include <exception>
+#include <new>
 #include <vector>
 
 #include "absl/strings/str_format.h"
@@ -33,12 +35,58 @@ void PrintHelp(std::ostream& out) {
          "dispatch\n\nusage: lockstep <command> [args]   (lockstep <command> --help for more)\n\n"
          "commands:\n";
   for (const Command& c : Commands()) out << absl::StrFormat("  %-10s %s\n", c.name, c.summary);
-  out << "\nexit codes: 0 outcome as expected, 1 otherwise, 2 bad input or usage\n";
+  out << "\nexit codes: 0 outcome as expected, 1 otherwise, 2 bad input or usage, 3 internal "
+         "error\n";
 }
+
+// `arg` as one shell word.
+std::string ShellQuote(const std::string& arg) {
+  if (!arg.empty() && arg.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                            "0123456789-_./=:,+@%") == std::string::npos) {
+    return arg;
+  }
+  std::string quoted = "'";
+  for (char c : arg) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return quoted + "'";
+}
+
+int InternalError(std::span<const std::string> argv, std::ostream& err, std::string_view what,
+                  bool out_of_memory) {
+  std::string command;
+  for (const std::string& a : argv) command += (command.empty() ? "" : " ") + ShellQuote(a);
+  err << "lockstep: internal error: " << what << "\n";
+  if (out_of_memory) {
+    err << "  the process ran out of memory that the run's estimate did not foresee; a smaller "
+           "run, or a machine with more memory, avoids it\n";
+  }
+  err << "  this is a bug in lockstep, not in the input: please report it with the command that "
+         "reproduces it:\n  "
+      << command << "\n";
+  return kExitInternal;
+}
+
+int Dispatch(std::span<const std::string> argv, std::ostream& out, std::ostream& err);
 
 }  // namespace
 
 int Main(std::span<const std::string> argv, std::ostream& out, std::ostream& err) {
+  // The one place exceptions are caught besides the boundaries with throwing
+  // libraries: whatever escapes a verb is a bug, reported as one (issue 11),
+  // never an abort.
+  try {
+    return Dispatch(argv, out, err);
+  } catch (const std::bad_alloc& e) {
+    return InternalError(argv, err, absl::StrFormat("out of memory (%s)", e.what()), true);
+  } catch (const std::exception& e) {
+    return InternalError(argv, err, e.what(), false);
+  } catch (...) {
+    return InternalError(argv, err, "an exception of unknown type", false);
+  }
+}
+
+namespace {
+
+int Dispatch(std::span<const std::string> argv, std::ostream& out, std::ostream& err) {
   if (argv.size() < 2) {
     PrintHelp(err);
     return kExitUsage;
@@ -57,5 +105,7 @@ int Main(std::span<const std::string> argv, std::ostream& out, std::ostream& err
       << " (lockstep --help lists them)\n";
   return kExitUsage;
 }
+
+}  // namespace
 
 }  // namespace lockstep::cli

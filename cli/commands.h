@@ -1,6 +1,7 @@
 // The verbs of the `lockstep` command line. Each verb is one function taking
 // its arguments (after the verb) and two streams, returning the exit code:
-// 0 = outcome as expected, 1 = otherwise, 2 = bad input or usage.
+// 0 = outcome as expected, 1 = otherwise, 2 = bad input or usage, 3 = an
+// internal error (a bug in lockstep: reported with the command to reproduce).
 
 #ifndef LOCKSTEP_CLI_COMMANDS_H_
 #define LOCKSTEP_CLI_COMMANDS_H_
@@ -15,6 +16,7 @@ namespace lockstep::cli {
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitUnexpected = 1;
 inline constexpr int kExitUsage = 2;
+inline constexpr int kExitInternal = 3;
 
 struct Command {
   std::string_view name;
@@ -34,7 +36,9 @@ int RunMutants(std::span<const std::string> args, std::ostream& out, std::ostrea
 int RunFaults(std::span<const std::string> args, std::ostream& out, std::ostream& err);
 int RunHw(std::span<const std::string> args, std::ostream& out, std::ostream& err);
 
-// Dispatches argv (program name first) to a verb.
+// Dispatches argv (program name first) to a verb. No exception escapes: one
+// is reported on `err` as an internal error with the command line that
+// reproduces it, and gives kExitInternal.
 int Main(std::span<const std::string> argv, std::ostream& out, std::ostream& err);
 
 }  // namespace lockstep::cli

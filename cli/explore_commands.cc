@@ -3,20 +3,24 @@
 
 #include <unistd.h>
 
-#include <fstream>
+#include <algorithm>
 #include <iostream>
-#include <sstream>
+#include <limits>
 
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "cli/budget.h"
 #include "cli/commands.h"
 #include "cli/flags.h"
+#include "cli/output_file.h"
 #include "faults/explore.h"
 #include "faults/fault_kinds.h"
 #include "faults/mutants.h"
 #include "faults/runner.h"
 #include "faults/shrink.h"
 #include "sim/report/report.h"
+#include "sim/run_estimate.h"
+#include "sim/scenario/input_text.h"
 #include "sim/scenario/scenario_yaml.h"
 
 namespace lockstep::cli {
@@ -36,14 +40,50 @@ struct LoadedReport {
   std::string trace_hash;
 };
 
+// Whether `text` is JSON nested at most `max_depth` deep, in constant memory:
+// a DOM of a hostile report of nested brackets takes some 40 bytes per byte
+// of input before its depth could be checked.
+class DepthCheck : public nlohmann::json_sax<nlohmann::json> {
+ public:
+  explicit DepthCheck(int max_depth) : max_depth_(max_depth) {}
+  bool null() override { return true; }
+  bool boolean(bool) override { return true; }
+  bool number_integer(number_integer_t) override { return true; }
+  bool number_unsigned(number_unsigned_t) override { return true; }
+  bool number_float(number_float_t, const string_t&) override { return true; }
+  bool string(string_t&) override { return true; }
+  bool binary(binary_t&) override { return true; }
+  bool start_object(std::size_t) override { return ++depth_ <= max_depth_; }
+  bool key(string_t&) override { return true; }
+  bool end_object() override { return --depth_ >= 0; }
+  bool start_array(std::size_t) override { return ++depth_ <= max_depth_; }
+  bool end_array() override { return --depth_ >= 0; }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override {
+    return false;
+  }
+
+ private:
+  int max_depth_;
+  int depth_ = 0;
+};
+
+// A report as lockstep sim --report writes it; an edited or truncated one is
+// InvalidArgument saying what is wrong, never an exception (issue 11).
 absl::StatusOr<LoadedReport> LoadReport(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return absl::NotFoundError(absl::StrFormat("%s: cannot open the report", path));
-  std::stringstream text;
-  text << in.rdbuf();
-  nlohmann::json j = nlohmann::json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
+  absl::StatusOr<std::string> text = ReadInputFile(path, kMaxReportFileBytes, "reports");
+  if (!text.ok()) return text.status();
+  // A report lockstep wrote is nested a few levels deep.
+  DepthCheck depth(64);
+  if (!nlohmann::json::sax_parse(*text, &depth)) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "%s: not a JSON report (truncated, edited or nested over 64 deep? write one with lockstep "
+        "sim --report)",
+        path));
+  }
+  nlohmann::json j = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded() || !j.is_object()) {
-    return absl::InvalidArgumentError(absl::StrFormat("%s: not a JSON report", path));
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "%s: not a JSON report (truncated or edited? write one with lockstep sim --report)", path));
   }
   for (const char* key : {"scenario", "seed", "policy", "verdict", "trace_hash"}) {
     if (!j.contains(key)) {
@@ -58,6 +98,18 @@ absl::StatusOr<LoadedReport> LoadReport(const std::string& path) {
         absl::StrFormat("%s: report fields have the wrong types", path));
   }
   LoadedReport r;
+  r.verdict = j["verdict"].get<std::string>();
+  if (!ParseVerdict(r.verdict).ok()) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "%s: verdict %s is not a verdict lockstep gives", path, QuoteBytes(r.verdict)));
+  }
+  r.trace_hash = j["trace_hash"].get<std::string>();
+  if (r.trace_hash.size() != 18 || !r.trace_hash.starts_with("0x") ||
+      r.trace_hash.find_first_not_of("0123456789abcdef", 2) != std::string::npos) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("%s: trace_hash %s is not a trace hash (0x and 16 hex digits)", path,
+                        QuoteBytes(r.trace_hash)));
+  }
   absl::StatusOr<Scenario> s =
       ParseScenario(j["scenario"]["yaml"].get<std::string>(), path + " (scenario)", "");
   if (!s.ok()) return s.status();
@@ -67,18 +119,46 @@ absl::StatusOr<LoadedReport> LoadReport(const std::string& path) {
   }
   r.options.seed = j["seed"].get<uint64_t>();
   r.options.policy = j["policy"].get<std::string>();
-  if (j.contains("schedule") && j["schedule"].is_string()) {
+  if (j.contains("schedule")) {
+    if (!j["schedule"].is_string()) {
+      return absl::InvalidArgumentError(absl::StrFormat("%s: schedule is not a string", path));
+    }
     r.options.schedule = j["schedule"].get<std::string>();
   }
-  r.verdict = j["verdict"].get<std::string>();
-  r.trace_hash = j["trace_hash"].get<std::string>();
   return r;
+}
+
+// The memory budget check of one run, or of `runs` concurrent runs of the
+// largest of `scenarios` (`extra` for what the command keeps per run). The
+// message names `label`, else the scenario's file.
+absl::Status CheckRunsFit(const std::vector<Scenario>& scenarios, const SimOptions& options,
+                          uint64_t runs, uint64_t extra, std::string_view extra_what,
+                          const MemoryBudget& budget, uint64_t* fitting_runs,
+                          const std::string& label = "") {
+  MemoryEstimate largest;
+  std::string largest_path;
+  for (const Scenario& s : scenarios) {
+    absl::StatusOr<ParallelLayout> layout = ParallelLayout::Build(s.parallel);
+    if (!layout.ok()) return layout.status();
+    MemoryEstimate e = EstimateRunMemory(s, *layout, options);
+    if (e.total > largest.total) {
+      largest = std::move(e);
+      largest_path = s.path.empty() ? s.name : s.path;
+    }
+  }
+  const uint64_t fit = RunsThatFit(largest, runs, extra, budget);
+  if (fitting_runs != nullptr) *fitting_runs = fit;
+  return CheckMemory(label.empty() ? largest_path : label, largest,
+                     std::max<uint64_t>(1, std::min(fit, runs)), extra, extra_what, budget);
 }
 
 }  // namespace
 
+// What explore keeps per run (an outcome: verdict, summary, faults).
+constexpr uint64_t kOutcomeBytes = 512;
+
 int RunExplore(std::span<const std::string> args, std::ostream& out, std::ostream& err) {
-  std::string path, catalogue, markdown;
+  std::string path, catalogue, markdown, max_memory;
   faults::ExploreOptions options;
   FlagParser flags("lockstep explore");
   flags.AddPositional("SCENARIO|DIR", &path, "a scenario file, or a directory of them", true);
@@ -90,6 +170,7 @@ int RunExplore(std::span<const std::string> args, std::ostream& out, std::ostrea
   flags.AddInt("jobs", &options.jobs, "worker threads (results do not depend on it)");
   flags.AddString("catalogue", &catalogue, "catalogue directory (hardware/, models/)");
   flags.AddString("markdown", &markdown, "also write the summary as a Markdown table here");
+  flags.AddString("max-memory", &max_memory, kMaxMemoryHelp);
   if (absl::Status s = flags.Parse(args); !s.ok()) return Usage(err, "explore", s, flags);
   if (flags.help_requested()) {
     out << flags.Usage();
@@ -99,10 +180,58 @@ int RunExplore(std::span<const std::string> args, std::ostream& out, std::ostrea
     err << "lockstep explore: --seeds must be in [1, 10000000] and --jobs in [1, 1024]\n";
     return kExitUsage;
   }
-  absl::StatusOr<std::vector<Scenario>> scenarios = faults::LoadScenarios(path, catalogue);
+  // Seeds are start, start + 1, ...: the last must not wrap past 2^64 - 1.
+  if (options.start > std::numeric_limits<uint64_t>::max() - (options.seeds - 1)) {
+    err << absl::StrFormat(
+        "lockstep explore: --start %d with --seeds %d would pass the largest seed, 2^64-1 = %d; "
+        "start at %d or lower\n",
+        options.start, options.seeds, std::numeric_limits<uint64_t>::max(),
+        std::numeric_limits<uint64_t>::max() - (options.seeds - 1));
+    return kExitUsage;
+  }
+  const absl::StatusOr<MemoryBudget> budget = ResolveMemoryBudget(max_memory);
+  if (!budget.ok()) {
+    err << "lockstep explore: " << budget.status().message() << "\n";
+    return kExitUsage;
+  }
+  options.jobs = ClampJobs(options.jobs, "explore", err);
+  std::vector<std::string> unreadable;
+  absl::StatusOr<std::vector<Scenario>> scenarios =
+      faults::LoadScenarios(path, catalogue, &unreadable);
   if (!scenarios.ok()) {
     err << "lockstep explore: " << scenarios.status().message() << "\n";
+    for (const std::string& u : unreadable) err << "  unreadable: " << u << "\n";
     return kExitUsage;
+  }
+  const PolicyRegistry registry = faults::MakePolicyRegistry();
+  if (!options.swarm) {
+    for (const Scenario& s : *scenarios) {
+      if (absl::Status st = faults::CheckFaultsFire(s, registry, options.policy); !st.ok()) {
+        err << "lockstep explore: " << st.message() << "\n";
+        return kExitUsage;
+      }
+    }
+  }
+  {
+    SimOptions run_options;
+    run_options.keep_trace = false;
+    const uint64_t runs = options.seeds * scenarios->size();
+    const uint64_t kept = runs > ~uint64_t{0} / kOutcomeBytes ? ~uint64_t{0} : runs * kOutcomeBytes;
+    const uint64_t jobs = std::min<uint64_t>(static_cast<uint64_t>(options.jobs), runs);
+    uint64_t fit = 0;
+    absl::Status st = CheckRunsFit(
+        *scenarios, run_options, jobs, kept,
+        absl::StrFormat("outcomes of %d runs (--seeds x scenarios)", runs), *budget, &fit);
+    if (!st.ok()) {
+      err << "lockstep explore: " << st.message() << "\n";
+      return kExitUsage;
+    }
+    if (fit < jobs) {
+      err << absl::StrFormat(
+          "lockstep explore: %d runs at once would pass the memory budget; using --jobs %d\n", jobs,
+          fit);
+      options.jobs = static_cast<int>(fit);
+    }
   }
   if (StderrIsTerminal(err)) {
     options.progress = [&err](size_t done, size_t total) {
@@ -113,7 +242,6 @@ int RunExplore(std::span<const std::string> args, std::ostream& out, std::ostrea
           << (done == total ? "\n" : "") << std::flush;
     };
   }
-  const PolicyRegistry registry = faults::MakePolicyRegistry();
   absl::StatusOr<faults::ExploreResult> result = faults::Explore(*scenarios, options, registry);
   if (!result.ok()) {
     err << "lockstep explore: " << result.status().message() << "\n";
@@ -121,12 +249,20 @@ int RunExplore(std::span<const std::string> args, std::ostream& out, std::ostrea
   }
   out << faults::FormatExploreSummary(*scenarios, *result, options);
   if (!markdown.empty()) {
-    std::ofstream md(markdown);
-    md << faults::FormatExploreMarkdown(*scenarios, *result, options);
-    if (!md) {
-      err << "lockstep explore: cannot write " << markdown << "\n";
+    if (absl::Status s =
+            WriteOutputFile(markdown, faults::FormatExploreMarkdown(*scenarios, *result, options));
+        !s.ok()) {
+      err << "lockstep explore: " << s.message() << "\n";
       return kExitUsage;
     }
+  }
+  if (!unreadable.empty()) {
+    // The readable scenarios ran; the gate still fails closed.
+    err << absl::StrFormat(
+        "lockstep explore: %d entr%s under %s could not be read and did not run:\n",
+        unreadable.size(), unreadable.size() == 1 ? "y" : "ies", path);
+    for (const std::string& u : unreadable) err << "  " << u << "\n";
+    return kExitUsage;
   }
   return result->all_acceptable ? kExitOk : kExitUnexpected;
 }
@@ -134,15 +270,28 @@ int RunExplore(std::span<const std::string> args, std::ostream& out, std::ostrea
 int RunReplay(std::span<const std::string> args, std::ostream& out, std::ostream& err) {
   std::string path;
   FlagParser flags("lockstep replay");
+  std::string max_memory;
   flags.AddPositional("REPORT", &path, "a JSON report written by lockstep sim --report", true);
+  flags.AddString("max-memory", &max_memory, kMaxMemoryHelp);
   if (absl::Status s = flags.Parse(args); !s.ok()) return Usage(err, "replay", s, flags);
   if (flags.help_requested()) {
     out << flags.Usage();
     return kExitOk;
   }
+  const absl::StatusOr<MemoryBudget> budget = ResolveMemoryBudget(max_memory);
+  if (!budget.ok()) {
+    err << "lockstep replay: " << budget.status().message() << "\n";
+    return kExitUsage;
+  }
   absl::StatusOr<LoadedReport> report = LoadReport(path);
   if (!report.ok()) {
     err << "lockstep replay: " << report.status().message() << "\n";
+    return kExitUsage;
+  }
+  if (absl::Status s =
+          CheckRunsFit({report->scenario}, report->options, 1, 0, "", *budget, nullptr, path);
+      !s.ok()) {
+    err << "lockstep replay: " << s.message() << "\n";
     return kExitUsage;
   }
   const PolicyRegistry registry = faults::MakePolicyRegistry();
@@ -169,14 +318,30 @@ int RunShrink(std::span<const std::string> args, std::ostream& out, std::ostream
                       true);
   flags.AddString("out", &output, "write the shrunk scenario here (default: print it)");
   flags.AddInt("max-runs", &max_runs, "simulations to spend at most (default 600)");
+  std::string max_memory;
+  flags.AddString("max-memory", &max_memory, kMaxMemoryHelp);
   if (absl::Status s = flags.Parse(args); !s.ok()) return Usage(err, "shrink", s, flags);
   if (flags.help_requested()) {
     out << flags.Usage();
     return kExitOk;
   }
+  const absl::StatusOr<MemoryBudget> budget = ResolveMemoryBudget(max_memory);
+  if (!budget.ok()) {
+    err << "lockstep shrink: " << budget.status().message() << "\n";
+    return kExitUsage;
+  }
   absl::StatusOr<LoadedReport> report = LoadReport(path);
   if (!report.ok()) {
     err << "lockstep shrink: " << report.status().message() << "\n";
+    return kExitUsage;
+  }
+  // Every candidate is smaller than the report's scenario.
+  SimOptions shrink_options = report->options;
+  shrink_options.keep_trace = false;
+  if (absl::Status s =
+          CheckRunsFit({report->scenario}, shrink_options, 1, 0, "", *budget, nullptr, path);
+      !s.ok()) {
+    err << "lockstep shrink: " << s.message() << "\n";
     return kExitUsage;
   }
   const PolicyRegistry registry = faults::MakePolicyRegistry();
@@ -196,10 +361,8 @@ int RunShrink(std::span<const std::string> args, std::ostream& out, std::ostream
   if (output.empty()) {
     out << yaml;
   } else {
-    std::ofstream f(output);
-    f << yaml;
-    if (!f) {
-      err << "lockstep shrink: cannot write " << output << "\n";
+    if (absl::Status s = WriteOutputFile(output, yaml); !s.ok()) {
+      err << "lockstep shrink: " << s.message() << "\n";
       return kExitUsage;
     }
     err << "wrote " << output << "\n";
@@ -217,15 +380,39 @@ int RunMutants(std::span<const std::string> args, std::ostream& out, std::ostrea
   flags.AddUint64("seeds", &seeds, "seeds per mutant and scenario (default 2)");
   flags.AddInt("jobs", &jobs, "worker threads");
   flags.AddString("catalogue", &catalogue, "catalogue directory (hardware/, models/)");
+  std::string max_memory;
+  flags.AddString("max-memory", &max_memory, kMaxMemoryHelp);
   if (absl::Status s = flags.Parse(args); !s.ok()) return Usage(err, "mutants", s, flags);
   if (flags.help_requested()) {
     out << flags.Usage();
     return kExitOk;
   }
+  if (seeds > 1000) {
+    err << "lockstep mutants: --seeds must be in [1, 1000]\n";
+    return kExitUsage;
+  }
+  const absl::StatusOr<MemoryBudget> budget = ResolveMemoryBudget(max_memory);
+  if (!budget.ok()) {
+    err << "lockstep mutants: " << budget.status().message() << "\n";
+    return kExitUsage;
+  }
+  jobs = ClampJobs(jobs, "mutants", err);
   absl::StatusOr<std::vector<Scenario>> scenarios = faults::LoadScenarios(path, catalogue);
   if (!scenarios.ok()) {
     err << "lockstep mutants: " << scenarios.status().message() << "\n";
     return kExitUsage;
+  }
+  {
+    SimOptions run_options;
+    run_options.keep_trace = false;
+    uint64_t fit = 0;
+    if (absl::Status s = CheckRunsFit(*scenarios, run_options, static_cast<uint64_t>(jobs), 0, "",
+                                      *budget, &fit);
+        !s.ok()) {
+      err << "lockstep mutants: " << s.message() << "\n";
+      return kExitUsage;
+    }
+    jobs = static_cast<int>(std::min<uint64_t>(fit, static_cast<uint64_t>(jobs)));
   }
   const PolicyRegistry registry = faults::MakePolicyRegistry();
   absl::StatusOr<faults::MutantTable> table =

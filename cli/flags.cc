@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "sim/scenario/did_you_mean.h"
+#include "sim/scenario/input_text.h"
 
 namespace lockstep::cli {
 
@@ -62,6 +63,18 @@ absl::Status ParseNumber(std::string_view flag, std::string_view value, T* out) 
   return absl::OkStatus();
 }
 
+// Every string argument may reach a JSON report (a path, a policy name), and
+// the JSON writer throws on bytes that are not UTF-8 (issue 11).
+absl::Status CheckUtf8Argument(std::string_view what, std::string_view value) {
+  if (const std::optional<size_t> bad = FirstInvalidUtf8(value)) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("%s: %s is not valid UTF-8 (byte %d); lockstep writes its arguments into "
+                        "JSON reports: rename the file or use a UTF-8 path",
+                        what, QuoteBytes(value), *bad));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status FlagParser::Assign(Flag& flag, std::string_view value) {
@@ -80,6 +93,9 @@ absl::Status FlagParser::Assign(Flag& flag, std::string_view value) {
           }
           return absl::OkStatus();
         } else if constexpr (std::is_same_v<T, std::string>) {
+          if (absl::Status s = CheckUtf8Argument(absl::StrCat("--", flag.name), value); !s.ok()) {
+            return s;
+          }
           *out = std::string(value);
           return absl::OkStatus();
         } else {
@@ -134,6 +150,9 @@ absl::Status FlagParser::Parse(std::span<const std::string> args) {
     if (next_positional >= positionals_.size()) {
       return absl::InvalidArgumentError(
           absl::StrFormat("unexpected argument '%s' for '%s'", arg, command_));
+    }
+    if (absl::Status s = CheckUtf8Argument(positionals_[next_positional].name, arg); !s.ok()) {
+      return s;
     }
     *positionals_[next_positional++].out = std::string(arg);
   }

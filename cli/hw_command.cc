@@ -1,15 +1,14 @@
 // lockstep hw: a scenario on real GPUs (one process per GPU under mpirun), or
 // its plan (--dry-run), or both runs compared (--compare).
 
-#include <fstream>
-
 #include "absl/strings/str_format.h"
+#include "cli/commands.h"
+#include "cli/flags.h"
+#include "cli/output_file.h"
 #include "faults/mutants.h"
 #include "faults/runner.h"
 #include "hw/hw_compare.h"
 #include "hw/hw_plan.h"
-#include "cli/commands.h"
-#include "cli/flags.h"
 #include "sim/report/report.h"
 #include "sim/scenario/scenario_yaml.h"
 
@@ -58,6 +57,10 @@ int RunHw(std::span<const std::string> args, std::ostream& out, std::ostream& er
     return kExitUsage;
   }
   const PolicyRegistry registry = faults::MakePolicyRegistry();
+  if (absl::Status s = faults::CheckFaultsFire(*scenario, registry, policy); !s.ok()) {
+    err << "lockstep hw: " << s.message() << "\n";
+    return kExitUsage;
+  }
   if (dry_run) {
     absl::StatusOr<std::string> plan = hw::DescribeHwPlan(*scenario, policy, seed, registry);
     if (!plan.ok()) {
@@ -114,10 +117,8 @@ int RunHw(std::span<const std::string> args, std::ostream& out, std::ostream& er
     if (!report_path.empty()) {
       nlohmann::json r = report;
       if (compare) r["compare"] = {{"differences", differences}};
-      std::ofstream file(report_path, std::ios::binary);
-      file << r.dump(2) << "\n";
-      if (!file) {
-        err << "lockstep hw: cannot write " << report_path << "\n";
+      if (absl::Status s = WriteOutputFile(report_path, r.dump(2) + "\n"); !s.ok()) {
+        err << "lockstep hw: " << s.message() << "\n";
         code = kExitUsage;
       }
     }

@@ -1,25 +1,26 @@
 // lockstep sim: one deterministic simulated run of a scenario.
 
-#include <fstream>
 #include <iostream>
 
 #include "absl/strings/str_format.h"
-#include "faults/mutants.h"
-#include "faults/runner.h"
+#include "cli/budget.h"
 #include "cli/commands.h"
 #include "cli/flags.h"
+#include "cli/output_file.h"
+#include "faults/mutants.h"
+#include "faults/runner.h"
 #include "sim/report/report.h"
+#include "sim/run_estimate.h"
 #include "sim/scenario/scenario_yaml.h"
 #include "sim/simulation.h"
 
 namespace lockstep::cli {
 namespace {
 
-bool WriteFile(const std::string& path, const std::string& text, std::ostream& err) {
-  std::ofstream out(path, std::ios::binary);
-  out << text;
-  if (!out) {
-    err << "lockstep sim: cannot write " << path << "\n";
+bool WriteFile(const std::string& path, const std::function<void(std::ostream&)>& write,
+               std::ostream& err) {
+  if (absl::Status s = WriteOutputFile(path, write); !s.ok()) {
+    err << "lockstep sim: " << s.message() << "\n";
     return false;
   }
   return true;
@@ -34,6 +35,7 @@ int RunSim(std::span<const std::string> args, std::ostream& out, std::ostream& e
   std::string report_path, trace_path, dot_path;
   bool json = false;
   bool swarm = false;
+  std::string max_memory;
   FlagParser flags("lockstep sim");
   flags.AddPositional("SCENARIO", &path, "scenario YAML file", true);
   flags.AddUint64("seed", &options.seed, "seed of the schedule and data (default 1)");
@@ -46,6 +48,7 @@ int RunSim(std::span<const std::string> args, std::ostream& out, std::ostream& e
   flags.AddString("schedule", &options.schedule, "random (default), pct or pct:D");
   flags.AddBool("json", &json, "print the JSON report instead of text");
   flags.AddBool("swarm", &swarm, "replace the scenario's faults by the seed's swarm draw");
+  flags.AddString("max-memory", &max_memory, kMaxMemoryHelp);
   if (absl::Status s = flags.Parse(args); !s.ok()) {
     err << "lockstep sim: " << s.message() << "\n" << flags.Usage();
     return kExitUsage;
@@ -53,6 +56,11 @@ int RunSim(std::span<const std::string> args, std::ostream& out, std::ostream& e
   if (flags.help_requested()) {
     out << flags.Usage();
     return kExitOk;
+  }
+  const absl::StatusOr<MemoryBudget> budget = ResolveMemoryBudget(max_memory);
+  if (!budget.ok()) {
+    err << "lockstep sim: " << budget.status().message() << "\n";
+    return kExitUsage;
   }
   absl::StatusOr<Scenario> scenario = LoadScenarioFile(path, catalogue);
   if (!scenario.ok()) {
@@ -68,22 +76,47 @@ int RunSim(std::span<const std::string> args, std::ostream& out, std::ostream& e
   }
   options.keep_trace = !trace_path.empty();
   const PolicyRegistry registry = faults::MakePolicyRegistry();
+  if (!swarm) {
+    if (absl::Status s = faults::CheckFaultsFire(*scenario, registry, options.policy); !s.ok()) {
+      err << "lockstep sim: " << s.message() << "\n";
+      return kExitUsage;
+    }
+  }
+  absl::StatusOr<ParallelLayout> layout = ParallelLayout::Build(scenario->parallel);
+  if (!layout.ok()) {
+    err << "lockstep sim: " << layout.status().message() << "\n";
+    return kExitUsage;
+  }
+  if (absl::Status s =
+          CheckMemory(path, EstimateRunMemory(*scenario, *layout, options), 1, 0, "", *budget);
+      !s.ok()) {
+    err << "lockstep sim: " << s.message() << "\n";
+    return kExitUsage;
+  }
   absl::StatusOr<SimResult> result = faults::SimulateWithFaults(*scenario, options, registry);
   if (!result.ok()) {
     err << "lockstep sim: " << result.status().message() << "\n";
     return kExitUsage;
   }
   const nlohmann::json report = MakeReport(*scenario, options, *result);
-  if (!report_path.empty() && !WriteFile(report_path, report.dump(2) + "\n", err))
+  if (!report_path.empty() &&
+      !WriteFile(
+          report_path, [&](std::ostream& f) { f << report.dump(2) << "\n"; }, err)) {
     return kExitUsage;
-  if (!trace_path.empty()) {
-    absl::StatusOr<ParallelLayout> layout = ParallelLayout::Build(scenario->parallel);
-    const nlohmann::json trace =
-        Trace::ToChromeJsonOf(result->trace_events, scenario->name, *layout);
-    if (!WriteFile(trace_path, trace.dump() + "\n", err)) return kExitUsage;
+  }
+  if (!trace_path.empty() && !WriteFile(
+                                 trace_path,
+                                 [&](std::ostream& f) {
+                                   Trace::WriteChromeJson(f, result->trace_events, scenario->name,
+                                                          *layout);
+                                   f << "\n";
+                                 },
+                                 err)) {
+    return kExitUsage;
   }
   if (!dot_path.empty() && !result->wait_for_dot.empty() &&
-      !WriteFile(dot_path, result->wait_for_dot, err)) {
+      !WriteFile(
+          dot_path, [&](std::ostream& f) { f << result->wait_for_dot; }, err)) {
     return kExitUsage;
   }
   if (json) {

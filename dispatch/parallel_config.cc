@@ -76,10 +76,13 @@ absl::Status ValidateParallelConfig(const ParallelConfig& c) {
         c.tp, c.dp));
   }
   const int attn_dp = c.dp_attention ? c.dp : 1;
-  if (c.tp % (attn_dp * c.attn_cp) != 0) {
+  // In 64 bits: dp and attn_cp may each be 65 536, and their product wrapped
+  // to 0 in an int made `tp % 0` a floating-point exception (issue 11).
+  const int64_t attn_split = static_cast<int64_t>(attn_dp) * c.attn_cp;
+  if (attn_split > c.tp || c.tp % attn_split != 0) {
     return absl::InvalidArgumentError(absl::StrFormat(
-        "tp=%d is not divisible by attn_dp*attn_cp = %d*%d: attention TP width must be whole", c.tp,
-        attn_dp, c.attn_cp));
+        "tp=%d is not divisible by attn_dp*attn_cp = %d*%d = %d: attention TP width must be whole",
+        c.tp, attn_dp, c.attn_cp, attn_split));
   }
   const int64_t moe_parallel = static_cast<int64_t>(c.ep) * c.moe_dp;
   if (moe_parallel > c.tp || c.tp % moe_parallel != 0) {

@@ -2,8 +2,11 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
+#include <exception>
 #include <filesystem>
 #include <mutex>
+#include <system_error>
 #include <thread>
 
 #include "absl/strings/str_format.h"
@@ -21,39 +24,63 @@ namespace {
 namespace fs = std::filesystem;
 
 // Runs `count` independent jobs on `jobs` threads; `run(i)` must only touch
-// its own result slot.
+// its own result slot. Threads that cannot be created are done without (the
+// calling thread always works); an exception thrown by a job is rethrown here,
+// after every thread has joined, instead of terminating the process from a
+// worker (issue 11).
 void ParallelFor(size_t count, int jobs, const std::function<void(size_t)>& run,
                  const std::function<void(size_t, size_t)>& progress) {
   std::atomic<size_t> next{0};
   std::atomic<size_t> done{0};
-  const int threads = std::max(1, std::min<int>(jobs, static_cast<int>(count)));
+  std::mutex failure_mutex;
+  std::exception_ptr failure;
+  const int threads =
+      std::max(1, std::min<int>(jobs, static_cast<int>(std::min<size_t>(count, size_t{1} << 20))));
   auto worker = [&] {
     for (size_t i = next++; i < count; i = next++) {
-      run(i);
+      try {
+        run(i);
+      } catch (...) {
+        const std::lock_guard<std::mutex> lock(failure_mutex);
+        if (!failure) failure = std::current_exception();
+        next = count;  // no new job starts
+      }
       ++done;
     }
   };
   std::vector<std::thread> pool;
-  for (int t = 1; t < threads; ++t) pool.emplace_back(worker);
-  if (progress) {
-    // The calling thread reports progress while the pool works.
-    std::thread reporter([&] {
-      size_t last = ~size_t{0};
-      while (true) {
-        const size_t d = done.load();
-        if (d != last) progress(d, count);
-        last = d;
-        if (d == count) break;
-        std::this_thread::sleep_for(std::chrono::milliseconds(100));
-      }
-    });
-    worker();
-    for (std::thread& t : pool) t.join();
-    reporter.join();
-  } else {
-    worker();
-    for (std::thread& t : pool) t.join();
+  for (int t = 1; t < threads; ++t) {
+    try {
+      pool.emplace_back(worker);
+    } catch (const std::system_error&) {
+      break;  // the machine will not give more threads: work with those there are
+    }
   }
+  std::thread reporter;
+  if (progress) {
+    try {
+      // Reports progress while the pool and the calling thread work.
+      reporter = std::thread([&] {
+        size_t last = ~size_t{0};
+        while (true) {
+          const size_t d = std::min(done.load(), count);
+          if (d != last) progress(d, count);
+          last = d;
+          if (d == count) break;
+          std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        }
+      });
+    } catch (const std::system_error&) {
+      // No progress line; the work is the same.
+    }
+  }
+  worker();
+  for (std::thread& t : pool) t.join();
+  if (reporter.joinable()) {
+    done = count;
+    reporter.join();
+  }
+  if (failure) std::rethrow_exception(failure);
 }
 
 bool Contains(const std::vector<Verdict>& v, Verdict x) {
@@ -62,18 +89,63 @@ bool Contains(const std::vector<Verdict>& v, Verdict x) {
 
 }  // namespace
 
+namespace {
+
+// The *.yaml files under `dir`, with every entry that cannot be read noted in
+// `unreadable`. std::filesystem's non-throwing overloads only: its iterators'
+// operator++ throws on an unreadable entry.
+void ListScenarioFiles(const fs::path& dir, int depth, std::vector<std::string>& files,
+                       std::vector<std::string>& unreadable) {
+  std::error_code ec;
+  fs::directory_iterator it(dir, ec);
+  if (ec) {
+    unreadable.push_back(
+        absl::StrFormat("%s: cannot list the directory (%s)", dir.string(), ec.message()));
+    return;
+  }
+  for (const fs::directory_iterator end; it != end;) {
+    const fs::path entry = it->path();
+    std::error_code link_ec, target_ec;
+    const fs::file_status link = it->symlink_status(link_ec);
+    const fs::file_status target = it->status(target_ec);
+    const bool yaml = entry.extension() == ".yaml";
+    if (!link_ec && fs::is_directory(link)) {
+      if (depth >= 64) {
+        unreadable.push_back(
+            absl::StrFormat("%s: more than 64 directories deep; not searched", entry.string()));
+      } else {
+        ListScenarioFiles(entry, depth + 1, files, unreadable);
+      }
+    } else if (yaml && (link_ec || target_ec)) {
+      unreadable.push_back(absl::StrFormat("%s: cannot read (%s)", entry.string(),
+                                           (link_ec ? link_ec : target_ec).message()));
+    } else if (yaml && fs::is_regular_file(target)) {
+      files.push_back(entry.string());
+    } else if (yaml && !fs::is_directory(target)) {
+      unreadable.push_back(absl::StrFormat(
+          "%s: not a regular file (a device, FIFO, socket or dangling link)", entry.string()));
+    }
+    it.increment(ec);
+    if (ec) {
+      unreadable.push_back(absl::StrFormat("%s: listing stopped (%s)", dir.string(), ec.message()));
+      return;
+    }
+  }
+}
+
+}  // namespace
+
 absl::StatusOr<std::vector<Scenario>> LoadScenarios(const std::string& path,
-                                                    const std::string& catalogue) {
+                                                    const std::string& catalogue,
+                                                    std::vector<std::string>* unreadable) {
   std::error_code ec;
   std::vector<std::string> files;
-  if (fs::is_directory(path, ec)) {
-    for (const auto& entry : fs::recursive_directory_iterator(path, ec)) {
-      if (entry.is_regular_file() && entry.path().extension() == ".yaml") {
-        files.push_back(entry.path().string());
-      }
-    }
+  std::vector<std::string> skipped;
+  const bool directory = fs::is_directory(path, ec);
+  if (directory) {
+    ListScenarioFiles(path, 0, files, skipped);
     std::sort(files.begin(), files.end());
-    if (files.empty()) {
+    if (files.empty() && skipped.empty()) {
       return absl::InvalidArgumentError(absl::StrFormat("%s: no *.yaml scenarios in it", path));
     }
   } else {
@@ -82,8 +154,25 @@ absl::StatusOr<std::vector<Scenario>> LoadScenarios(const std::string& path,
   std::vector<Scenario> scenarios;
   for (const std::string& f : files) {
     absl::StatusOr<Scenario> s = LoadScenarioFile(f, catalogue);
-    if (!s.ok()) return s.status();
+    // Contents that do not parse are an error; a file that cannot be read is
+    // an unreadable entry (ReadInputFile never says InvalidArgument).
+    if (!s.ok() && (s.status().code() == absl::StatusCode::kInvalidArgument || !directory)) {
+      return s.status();
+    }
+    if (!s.ok()) {
+      skipped.push_back(std::string(s.status().message()));
+      continue;
+    }
     scenarios.push_back(*std::move(s));
+  }
+  if (!skipped.empty() && unreadable == nullptr) {
+    return absl::InvalidArgumentError(skipped.front());
+  }
+  if (unreadable != nullptr) *unreadable = std::move(skipped);
+  if (scenarios.empty()) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "%s: no scenario in it could be read (%s)", path,
+        unreadable != nullptr && !unreadable->empty() ? unreadable->front() : "none"));
   }
   return scenarios;
 }

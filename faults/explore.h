@@ -19,9 +19,15 @@
 namespace lockstep::faults {
 
 // Every scenario file at `path`: the file itself, or every *.yaml under the
-// directory (recursively, sorted by path).
+// directory (recursively, sorted by path; symbolic links to directories are
+// not followed). An entry that cannot be read — a directory that cannot be
+// listed, a link that does not resolve, a file that cannot be opened, is not
+// a regular file or is too large — is an error, or, when `unreadable` is
+// given, is listed there ("PATH: why") and skipped (issue 11: one such entry
+// aborted the whole run). A file that reads but does not parse is an error.
 absl::StatusOr<std::vector<Scenario>> LoadScenarios(const std::string& path,
-                                                    const std::string& catalogue = "");
+                                                    const std::string& catalogue = "",
+                                                    std::vector<std::string>* unreadable = nullptr);
 
 struct ExploreOptions {
   uint64_t start = 1;    // first seed

@@ -1,7 +1,11 @@
 #include "faults/runner.h"
 
+#include <algorithm>
+
+#include "absl/strings/str_format.h"
 #include "faults/fault_injector.h"
 #include "faults/swarm.h"
+#include "sim/replica/call_count.h"
 
 namespace lockstep::faults {
 
@@ -18,6 +22,54 @@ absl::StatusOr<SimResult> SimulateWithFaults(const Scenario& scenario, SimOption
     options.faults = injector.get();
   }
   return Simulate(scenario, options, registry);
+}
+
+bool FaultFires(const Scenario& scenario, const ParallelLayout& layout,
+                const DispatchPolicy& policy, const FaultSpec& fault, std::string* why) {
+  const int steps = scenario.workload.steps;
+  if (fault.at_step >= steps) {
+    *why = absl::StrFormat(
+        "at_step: step %d is past the end of the run (workload.steps is %d: steps 0 to %d); the "
+        "fault would never fire",
+        fault.at_step, steps, steps - 1);
+    return false;
+  }
+  if (fault.at_call < 0) return true;
+  // The default target (rank 1, or 0 in a one-rank world) when none is given.
+  std::vector<int> ranks = fault.ranks;
+  if (ranks.empty()) ranks.push_back(layout.world_size() > 1 ? 1 : 0);
+  for (int rank : ranks) {
+    if (rank < 0 || rank >= layout.world_size()) continue;  // ValidateFault names it
+    const int64_t calls = CountRankCalls(scenario, layout, policy, rank);
+    if (fault.at_call >= calls) {
+      *why = absl::StrFormat(
+          "at_call: call %d is past the end of the run: rank %d makes %d all-reduce calls (0 to "
+          "%d) under policy %s; the fault would never fire",
+          fault.at_call, rank, calls, calls - 1, policy.name());
+      return false;
+    }
+  }
+  return true;
+}
+
+absl::Status CheckFaultsFire(const Scenario& scenario, const PolicyRegistry& registry,
+                             const std::string& policy) {
+  if (scenario.faults.empty()) return absl::OkStatus();
+  absl::StatusOr<ParallelLayout> layout = ParallelLayout::Build(scenario.parallel);
+  if (!layout.ok()) return layout.status();
+  absl::StatusOr<std::unique_ptr<DispatchPolicy>> p =
+      registry.Create(policy.empty() ? scenario.dispatch.policy : policy);
+  if (!p.ok()) return absl::OkStatus();
+  for (size_t i = 0; i < scenario.faults.size(); ++i) {
+    const FaultSpec& f = scenario.faults[i];
+    std::string why;
+    if (!FaultFires(scenario, *layout, **p, f, &why)) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("%s:%d: faults[%d].%s",
+                          scenario.path.empty() ? scenario.name : scenario.path, f.line, i, why));
+    }
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<Scenario> WithSwarmFaults(const Scenario& scenario, uint64_t seed) {

@@ -177,9 +177,33 @@ absl::StatusOr<ShrinkResult> Shrink(const Scenario& failing, const SimOptions& o
     return false;
   };
 
+  // A candidate with fewer steps, layers or ranks can leave a fault past the
+  // end of its run; such a fault is dropped with the edit, so that the shrunk
+  // scenario is one `lockstep sim` accepts (it refuses faults that never fire).
+  absl::StatusOr<std::unique_ptr<DispatchPolicy>> run_policy =
+      registry.Create(options.policy.empty() ? failing.dispatch.policy : options.policy);
+  auto drop_faults_past_end = [&](Candidate& c) {
+    if (!run_policy.ok() || c.scenario.faults.empty()) return;
+    absl::StatusOr<ParallelLayout> layout = ParallelLayout::Build(c.scenario.parallel);
+    absl::StatusOr<ParallelLayout> best_layout = ParallelLayout::Build(best.parallel);
+    if (!layout.ok() || !best_layout.ok()) return;
+    std::vector<FaultSpec> kept;
+    for (FaultSpec& f : c.scenario.faults) {
+      std::string why;
+      if (FaultFires(c.scenario, *layout, **run_policy, f, &why) ||
+          !FaultFires(best, *best_layout, **run_policy, f, &why)) {
+        kept.push_back(std::move(f));
+      } else {
+        absl::StrAppendFormat(&c.what, " (fault %s past the new end dropped)", f.kind);
+      }
+    }
+    c.scenario.faults = std::move(kept);
+  };
+
   for (bool progress = true; progress && result.runs < max_runs;) {
     progress = false;
     for (Candidate& c : Candidates(best)) {
+      drop_faults_past_end(c);
       uint64_t seed = 0;
       if (reproduces(c.scenario, &seed)) {
         best = std::move(c.scenario);

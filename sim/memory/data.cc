@@ -86,8 +86,8 @@ void AccumulatorAdd(SimContext& ctx, Accumulator& acc, const SimChunk& chunk) {
     acc.sum.bits =
         StableHasher::Mix(acc.sum.bits * 0x9e3779b97f4a7c15ull + v.bits + (acc.fp32 ? 1u : 0u));
     if ((v.flags & kShifted) != 0 || p.src != acc.src + offset) acc.sum.flags |= kShifted;
-    if (ctx.numeric_mode && v.numeric != 0) {
-      const std::vector<uint32_t>& bits = ctx.numeric.Get(v.numeric);
+    if (ctx.numeric_mode && v.numeric != nullptr) {
+      const std::vector<uint32_t>& bits = *v.numeric;
       for (int64_t k = 0; k < p.len; ++k) {
         const auto at = static_cast<size_t>(offset + k);
         const float x =
@@ -120,9 +120,9 @@ SimChunk AccumulatorFinish(SimContext& ctx, const Accumulator& acc) {
 void SanitizeChunk(SimContext& ctx, SimChunk& chunk) {
   for (Piece& p : chunk.pieces) {
     if ((p.value.flags & kHasNegZero) == 0) continue;
-    if (ctx.numeric_mode && p.value.numeric != 0) {
+    if (ctx.numeric_mode && p.value.numeric != nullptr) {
       std::vector<uint32_t> bits(static_cast<size_t>(p.len));
-      const std::vector<uint32_t>& in = ctx.numeric.Get(p.value.numeric);
+      const std::vector<uint32_t>& in = *p.value.numeric;
       for (int64_t k = 0; k < p.len; ++k) {
         bits[static_cast<size_t>(k)] = proto::SanitizeBits(
             in[static_cast<size_t>(p.src + k - p.value.numeric_base)], ctx.elem);
@@ -171,8 +171,8 @@ uint64_t ReductionChecker::OutputDigest(const SimContext& ctx, const SimTensor& 
   StableHasher h;
   for (const Run& r : tensor.runs.runs()) {
     h.Add(r.value.bits ^ (static_cast<uint64_t>(r.begin) << 32) ^ static_cast<uint64_t>(r.end));
-    if (ctx.numeric_mode && r.value.numeric != 0) {
-      const std::vector<uint32_t>& bits = ctx.numeric.Get(r.value.numeric);
+    if (ctx.numeric_mode && r.value.numeric != nullptr) {
+      const std::vector<uint32_t>& bits = *r.value.numeric;
       for (int64_t k = 0; k < r.end - r.begin; ++k) {
         h.Add(bits[static_cast<size_t>(r.src + k - r.value.numeric_base)]);
       }
@@ -301,8 +301,8 @@ bool ReductionChecker::Check(SimContext& ctx, const ReductionCheck& c, const Sim
       }
     }
     for (const Run& run : tensor.runs.runs()) {
-      if (run.value.numeric == 0) continue;
-      const std::vector<uint32_t>& bits = ctx.numeric.Get(run.value.numeric);
+      if (run.value.numeric == nullptr) continue;
+      const std::vector<uint32_t>& bits = *run.value.numeric;
       for (int64_t e = run.begin; e < std::min(run.end, c.elems); ++e) {
         const double got = static_cast<double>(protocol::ToFloat(
             bits[static_cast<size_t>(run.src + (e - run.begin) - run.value.numeric_base)],

@@ -6,6 +6,7 @@
 #define LOCKSTEP_SIM_MEMORY_VALUE_H_
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -30,13 +31,16 @@ enum ValueFlag : uint8_t {
 //    missing, extra and double-counted ranks in reports).
 //  - bits: a digest of how the value was computed (summation order and
 //    accumulation type), equal iff two ranks hold bitwise-equal results.
-//  - numeric: element bits (numeric mode only).
+//  - numeric: element bits (numeric mode only), shared by every run that
+//    holds them and freed with the last (issue 11: a store that kept every
+//    array grew by a tensor per call and rank until the process was killed).
+using NumericArray = std::shared_ptr<const std::vector<uint32_t>>;
 struct SimValue {
   uint64_t key_sum = 0;
   uint32_t count = 0;
   uint32_t exact = 0;
   uint64_t bits = 0;
-  uint32_t numeric = 0;
+  NumericArray numeric;
   int64_t numeric_base = 0;  // element index of numeric array entry 0
   uint8_t flags = 0;
 };
@@ -63,15 +67,19 @@ class ContributorSets {
   std::vector<std::vector<Contribution>> sets_;
 };
 
-// Element arrays of numeric mode, as raw bits of their element type.
+// Element arrays of numeric mode, as raw bits of their element type. An array
+// lives as long as a value refers to it; the store only counts what is live
+// (for the memory estimate's tests and docs/LIMITS.md).
 class NumericStore {
  public:
-  NumericStore();
-  uint32_t Add(std::vector<uint32_t> bits);
-  const std::vector<uint32_t>& Get(uint32_t id) const { return arrays_[id]; }
+  NumericArray Add(std::vector<uint32_t> bits);
+  // Elements held by arrays still referenced, and the most ever held at once.
+  int64_t live_elements() const { return *live_; }
+  int64_t peak_elements() const { return peak_; }
 
  private:
-  std::vector<std::vector<uint32_t>> arrays_;
+  std::shared_ptr<int64_t> live_ = std::make_shared<int64_t>(0);
+  int64_t peak_ = 0;
 };
 
 // A piece of a chunk: `len` elements of `value`, starting at element `src` of

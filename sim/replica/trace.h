@@ -6,6 +6,7 @@
 #define LOCKSTEP_SIM_REPLICA_TRACE_H_
 
 #include <cstdint>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -47,6 +48,11 @@ class Trace {
   }
   static nlohmann::json ToChromeJsonOf(const std::vector<TraceEvent>& events,
                                        const std::string& title, const ParallelLayout& layout);
+  // The same text as ToChromeJsonOf(...).dump(), written event by event: a
+  // trace of millions of calls is written in the memory of one event, not of
+  // a JSON tree (about 4 KiB per event; issue 11).
+  static void WriteChromeJson(std::ostream& out, const std::vector<TraceEvent>& events,
+                              const std::string& title, const ParallelLayout& layout);
 
  private:
   bool keep_;

@@ -2,6 +2,7 @@
 
 #include <cassert>
 #include <cstdint>
+#include <exception>
 #include <utility>
 
 // Two backends with one interface:
@@ -38,6 +39,7 @@ struct Fiber::Impl {
   ucontext_t self{};
   ucontext_t caller{};
   bool finished = false;
+  std::exception_ptr error;  // what the body threw, rethrown by Resume()
 #if defined(LOCKSTEP_ASAN)
   const void* caller_stack_bottom = nullptr;
   size_t caller_stack_size = 0;
@@ -57,7 +59,11 @@ void Trampoline(unsigned high, unsigned low) {
 #if defined(LOCKSTEP_ASAN)
   __sanitizer_finish_switch_fiber(nullptr, &impl->caller_stack_bottom, &impl->caller_stack_size);
 #endif
-  impl->body();
+  try {
+    impl->body();
+  } catch (...) {
+    impl->error = std::current_exception();
+  }
   impl->finished = true;
 #if defined(LOCKSTEP_ASAN)
   __sanitizer_start_switch_fiber(nullptr, impl->caller_stack_bottom, impl->caller_stack_size);
@@ -110,6 +116,7 @@ void Fiber::Resume() {
   __sanitizer_finish_switch_fiber(fake, nullptr, nullptr);
 #endif
   current = nullptr;
+  if (impl->error) std::rethrow_exception(std::exchange(impl->error, nullptr));
 }
 
 void Fiber::Suspend() {
@@ -142,6 +149,7 @@ struct Fiber::Impl {
   ctx::fiber self;               // the fiber while suspended (empty while it runs)
   ctx::fiber* caller = nullptr;  // the resumer's continuation while it runs
   bool finished = false;
+  std::exception_ptr error;  // what the body threw, rethrown by Resume()
 #if defined(LOCKSTEP_ASAN_FCONTEXT)
   void* stack_bottom = nullptr;
   size_t stack_bytes = 0;
@@ -180,7 +188,17 @@ Fiber::Fiber(std::function<void()> body, size_t stack_bytes) : impl_(std::make_u
                                         &impl->caller_stack_size);
 #endif
         impl->caller = &caller;
-        impl->body();
+        // An exception must not leave a fiber's entry function (that
+        // terminates the process, issue 11): it is carried to the resumer,
+        // and from there to main's internal-error report. Boost's own unwind
+        // of a destroyed fiber passes through.
+        try {
+          impl->body();
+        } catch (const ctx::detail::forced_unwind&) {
+          throw;
+        } catch (...) {
+          impl->error = std::current_exception();
+        }
         impl->finished = true;
 #if defined(LOCKSTEP_ASAN_FCONTEXT)
         __sanitizer_start_switch_fiber(nullptr, impl->caller_stack_bottom, impl->caller_stack_size);
@@ -209,6 +227,7 @@ void Fiber::Resume() {
 #endif
   current = nullptr;
   if (!impl->finished) impl->self = std::move(returned);
+  if (impl->error) std::rethrow_exception(std::exchange(impl->error, nullptr));
 }
 
 void Fiber::Suspend() {

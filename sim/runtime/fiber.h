@@ -40,7 +40,8 @@ class Fiber {
   Fiber& operator=(const Fiber&) = delete;
 
   // Runs the fiber until it suspends or finishes. Must not be called from
-  // inside a fiber.
+  // inside a fiber. An exception the body lets escape (std::bad_alloc)
+  // finishes the fiber and is rethrown here.
   void Resume();
   // Returns control to whoever resumed the current fiber. Only from inside.
   static void Suspend();

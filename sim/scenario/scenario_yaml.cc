@@ -1,5 +1,6 @@
 #include "sim/scenario/scenario_yaml.h"
 
+#include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
 #include <filesystem>
@@ -11,6 +12,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "sim/scenario/did_you_mean.h"
+#include "sim/scenario/input_text.h"
 
 #ifndef LOCKSTEP_TOPOLOGIES_DIR
 #define LOCKSTEP_TOPOLOGIES_DIR ""
@@ -115,7 +117,21 @@ class Reader {
     const YAML::Node n = map[std::string(key)];
     if (!n) return absl::OkStatus();
     if (!n.IsScalar()) return Error(n, Join(path, key), "expected a string");
+    if (absl::Status utf8 = Utf8(n, Join(path, key)); !utf8.ok()) return utf8;
     *out = n.Scalar();
+    return absl::OkStatus();
+  }
+
+  // A scalar's decoded text must be UTF-8 (escapes can make bytes that the
+  // file's own text did not hold), or a report carrying it could not be
+  // written (issue 11).
+  absl::Status Utf8(const YAML::Node& n, std::string_view key) const {
+    const std::string& text = n.Scalar();
+    if (const std::optional<size_t> bad = FirstInvalidUtf8(text)) {
+      return Error(n, key,
+                   absl::StrFormat("the value %s is not valid UTF-8 (byte %d); write it in UTF-8",
+                                   QuoteBytes(text), *bad));
+    }
     return absl::OkStatus();
   }
 
@@ -144,9 +160,54 @@ class Reader {
 
 constexpr int64_t kMaxTokens = int64_t{1} << 24;
 
+// Counts the documents of a YAML stream without building them, and keeps
+// where the second one starts.
+class DocumentCounter : public YAML::EventHandler {
+ public:
+  void OnDocumentStart(const YAML::Mark& mark) override {
+    if (++documents_ == 2) second_ = mark;
+  }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                const std::string&) override {}
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                       YAML::EmitterStyle::value) override {}
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                  YAML::EmitterStyle::value) override {}
+  void OnMapEnd() override {}
+  const YAML::Mark& second() const { return second_; }
+
+ private:
+  int documents_ = 0;
+  YAML::Mark second_ = YAML::Mark::null_mark();
+};
+
 absl::StatusOr<YAML::Node> LoadYaml(std::string_view text, const std::string& file) {
   try {
     YAML::Node root = YAML::Load(std::string(text));
+    // A second document is refused rather than ignored (issue 11: Load reads
+    // the first and drops the rest). Two parser steps at most: yaml-cpp's
+    // LoadAll never ends on some malformed input (simulate_fuzzer found it
+    // while this was written), each step here does.
+    std::istringstream in{std::string(text)};
+    YAML::Parser parser(in);
+    DocumentCounter counter;
+    if (parser.HandleNextDocument(counter) && parser.HandleNextDocument(counter)) {
+      int line = counter.second().line;
+      if (line < 0) {  // an empty document: the line of its "---"
+        const size_t at = text.rfind("\n---");
+        line = at == std::string_view::npos
+                   ? 0
+                   : static_cast<int>(std::count(text.begin(), text.begin() + at + 1, '\n'));
+      }
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "%s:%d: (top level): a second YAML document (after '---'); a file holds one scenario: "
+          "remove the second document or put it in its own file",
+          file, line + 1));
+    }
     return root;
   } catch (const YAML::Exception& e) {
     return absl::InvalidArgumentError(
@@ -155,11 +216,26 @@ absl::StatusOr<YAML::Node> LoadYaml(std::string_view text, const std::string& fi
 }
 
 absl::StatusOr<std::string> ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrFormat("%s: cannot open file", path));
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
-  return buffer.str();
+  return ReadInputFile(path, kMaxScenarioFileBytes, "scenario, hardware and model files");
+}
+
+// YAML text must be UTF-8: a parser that let other bytes through would write
+// them back differently (a report's scenario would not be the one that ran).
+absl::Status CheckUtf8(std::string_view text, const std::string& path, std::string_view what) {
+  const std::optional<size_t> bad = FirstInvalidUtf8(text);
+  if (!bad) return absl::OkStatus();
+  const int line = 1 + static_cast<int>(std::count(text.begin(), text.begin() + *bad, '\n'));
+  return absl::InvalidArgumentError(
+      absl::StrFormat("%s:%d: the %s is not valid UTF-8 (byte 0x%02x); YAML files must be UTF-8",
+                      path, line, what, static_cast<unsigned char>(text[*bad])));
+}
+
+// A catalogue file (hardware, model): read, checked and parsed.
+absl::StatusOr<YAML::Node> LoadYamlFile(const std::string& path) {
+  absl::StatusOr<std::string> text = ReadFile(path);
+  if (!text.ok()) return text.status();
+  LS_RETURN_IF_ERROR(CheckUtf8(*text, path, "file"));
+  return LoadYaml(*text, path);
 }
 
 absl::Status ParseHop(const Reader& r, const YAML::Node& n, const std::string& path, HopSpec* hop) {
@@ -232,14 +308,25 @@ absl::Status ResolveEntry(const Reader& r, const YAML::Node& n, const std::strin
   if (n.IsMap()) return parse(r, n, key, out);
   if (!n.IsScalar()) return r.Error(n, key, "expected a catalogue name or an inline mapping");
   const std::string name = n.Scalar();
+  // A name, not a path: no separators, no leading dot (a scenario must not
+  // read files outside the catalogue), UTF-8 (it reaches the report).
+  if (name.empty() || name.front() == '.' || name.find_first_of("/\\") != std::string::npos ||
+      name.find('\0') != std::string::npos || FirstInvalidUtf8(name)) {
+    return r.Error(n, key,
+                   absl::StrFormat("%s is not a catalogue name (a file name under %s/ without "
+                                   "'.yaml', or an inline mapping)",
+                                   QuoteBytes(name), folder));
+  }
   const fs::path dir = fs::path(catalogue) / folder;
   const fs::path file = dir / (name + ".yaml");
   std::error_code ec;
   if (catalogue.empty() || !fs::exists(file, ec)) {
     std::vector<std::string> names;
     if (!catalogue.empty() && fs::is_directory(dir, ec)) {
-      for (const auto& entry : fs::directory_iterator(dir, ec)) {
-        if (entry.path().extension() == ".yaml") names.push_back(entry.path().stem().string());
+      // increment(ec), not operator++: an unreadable entry ends the listing
+      // instead of throwing out of the parser.
+      for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+        if (it->path().extension() == ".yaml") names.push_back(it->path().stem().string());
       }
     }
     std::sort(names.begin(), names.end());
@@ -250,9 +337,7 @@ absl::Status ResolveEntry(const Reader& r, const YAML::Node& n, const std::strin
                         DidYouMean(name, views), dir.string(),
                         names.empty() ? "empty or missing" : absl::StrJoin(names, ", ")));
   }
-  absl::StatusOr<std::string> text = ReadFile(file.string());
-  if (!text.ok()) return text.status();
-  absl::StatusOr<YAML::Node> root = LoadYaml(*text, file.string());
+  absl::StatusOr<YAML::Node> root = LoadYamlFile(file.string());
   if (!root.ok()) return root.status();
   return parse(Reader(file.string()), *root, "", out);
 }
@@ -378,10 +463,29 @@ absl::Status ParseFaults(const Reader& r, const YAML::Node& n, int world,
     LS_RETURN_IF_ERROR(r.Require(f, key, "kind"));
     FaultSpec spec;
     spec.line = f.Mark().line + 1;
+    std::vector<std::string> seen;
     for (const auto& kv : f) {
+      if (!kv.first.IsScalar()) return r.Error(kv.first, key, "expected a key name");
       const std::string k = kv.first.Scalar();
       const std::string path = Reader::Join(key, k);
+      LS_RETURN_IF_ERROR(r.Utf8(kv.first, key));
+      // A repeated key, or rank beside ranks, would be merged or dropped
+      // silently (issue 11): refused, as duplicates are everywhere else.
+      const bool rank_key = k == "rank" || k == "ranks";
+      for (const std::string& other : seen) {
+        if (other == k) {
+          return r.Error(kv.first, path, "duplicate key (each key may appear once)");
+        }
+        if (rank_key && (other == "rank" || other == "ranks")) {
+          return r.Error(
+              kv.first, path,
+              absl::StrFormat("given with '%s' too: list every rank under 'ranks'", other));
+        }
+      }
+      seen.push_back(k);
       if (k == "kind") {
+        if (!kv.second.IsScalar()) return r.Error(kv.second, path, "expected a fault kind name");
+        LS_RETURN_IF_ERROR(r.Utf8(kv.second, path));
         spec.kind = kv.second.Scalar();
       } else if (k == "ranks" || k == "rank") {
         std::vector<int64_t> ranks;
@@ -415,6 +519,7 @@ absl::Status ParseFaults(const Reader& r, const YAML::Node& n, int world,
         LS_RETURN_IF_ERROR(r.Int(f, key, "at_step", &spec.at_step, 0, int64_t{1} << 40));
       } else {
         if (!kv.second.IsScalar()) return r.Error(kv.second, path, "expected a scalar parameter");
+        LS_RETURN_IF_ERROR(r.Utf8(kv.second, path));
         spec.params[k] = kv.second.Scalar();
       }
     }
@@ -438,46 +543,9 @@ std::string FindCatalogue(const std::string& scenario_path) {
   return LOCKSTEP_TOPOLOGIES_DIR;
 }
 
-namespace {
-
-// YAML text must be UTF-8: a parser that let other bytes through would write
-// them back differently (a report's scenario would not be the one that ran).
-absl::Status CheckUtf8(std::string_view text, const std::string& path) {
-  int line = 1;
-  for (size_t i = 0; i < text.size();) {
-    const auto c = static_cast<unsigned char>(text[i]);
-    if (c == '\n') ++line;
-    size_t len = c < 0x80           ? 1
-                 : (c >> 5) == 0x6  ? 2
-                 : (c >> 4) == 0xe  ? 3
-                 : (c >> 3) == 0x1e ? 4
-                                    : 0;
-    bool ok = len != 0 && i + len <= text.size();
-    for (size_t k = 1; ok && k < len; ++k) {
-      ok = (static_cast<unsigned char>(text[i + k]) >> 6) == 0x2;
-    }
-    if (ok && len > 1) {  // no overlong forms, surrogates or code points past U+10FFFF
-      uint32_t cp = c & (0xffu >> (len + 1));
-      for (size_t k = 1; k < len; ++k)
-        cp = (cp << 6) | (static_cast<unsigned char>(text[i + k]) & 0x3fu);
-      ok = !(len == 2 && cp < 0x80) && !(len == 3 && cp < 0x800) && !(len == 4 && cp < 0x10000) &&
-           !(cp >= 0xd800 && cp <= 0xdfff) && cp <= 0x10ffff;
-    }
-    if (!ok) {
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "%s:%d: the scenario is not valid UTF-8 (byte 0x%02x); YAML files must be UTF-8", path,
-          line, c));
-    }
-    i += len;
-  }
-  return absl::OkStatus();
-}
-
-}  // namespace
-
 absl::StatusOr<Scenario> ParseScenario(std::string_view text, const std::string& path,
                                        const std::string& catalogue) {
-  LS_RETURN_IF_ERROR(CheckUtf8(text, path));
+  LS_RETURN_IF_ERROR(CheckUtf8(text, path, "scenario"));
   absl::StatusOr<YAML::Node> root = LoadYaml(text, path);
   if (!root.ok()) return root.status();
   const Reader r(path);
@@ -557,9 +625,7 @@ absl::StatusOr<Scenario> LoadScenarioFile(const std::string& path, const std::st
 }
 
 absl::StatusOr<HardwareSpec> LoadHardwareFile(const std::string& path) {
-  absl::StatusOr<std::string> text = ReadFile(path);
-  if (!text.ok()) return text.status();
-  absl::StatusOr<YAML::Node> root = LoadYaml(*text, path);
+  absl::StatusOr<YAML::Node> root = LoadYamlFile(path);
   if (!root.ok()) return root.status();
   HardwareSpec hw;
   LS_RETURN_IF_ERROR(ParseHardwareNode(Reader(path), *root, "", &hw));
@@ -567,9 +633,7 @@ absl::StatusOr<HardwareSpec> LoadHardwareFile(const std::string& path) {
 }
 
 absl::StatusOr<ModelSpec> LoadModelFile(const std::string& path) {
-  absl::StatusOr<std::string> text = ReadFile(path);
-  if (!text.ok()) return text.status();
-  absl::StatusOr<YAML::Node> root = LoadYaml(*text, path);
+  absl::StatusOr<YAML::Node> root = LoadYamlFile(path);
   if (!root.ok()) return root.status();
   ModelSpec m;
   LS_RETURN_IF_ERROR(ParseModelNode(Reader(path), *root, "", &m));

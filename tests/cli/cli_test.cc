@@ -4,10 +4,11 @@
 #include <string>
 #include <vector>
 
+#include "cli/budget.h"
+#include "cli/commands.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
-#include "cli/commands.h"
 
 namespace lockstep::cli {
 namespace {
@@ -149,6 +150,37 @@ TEST(SimCommandTest, UnexpectedVerdictExitsOne) {
   EXPECT_THAT(r.out, HasSubstr("verdict: clean (expected hang - NOT AS EXPECTED)"));
 }
 
+TEST(BudgetTest, MaxMemoryTakesBinaryUnitsOrUnlimited) {
+  EXPECT_EQ(ResolveMemoryBudget("512M")->bytes, uint64_t{512} << 20);
+  EXPECT_EQ(ResolveMemoryBudget("8GiB")->bytes, uint64_t{8} << 30);
+  EXPECT_EQ(ResolveMemoryBudget("1.5g")->bytes, uint64_t{3} << 29);
+  EXPECT_EQ(ResolveMemoryBudget("100B")->bytes, 100u);
+  EXPECT_EQ(ResolveMemoryBudget("unlimited")->bytes, ~uint64_t{0});
+  for (const char* bad : {"4096", "8X", "G", "-1G", "1e3G", "99999999999T"}) {
+    EXPECT_THAT(ResolveMemoryBudget(bad).status().message(), HasSubstr("--max-memory expects"))
+        << bad;
+  }
+  EXPECT_GT(ResolveMemoryBudget("")->bytes, 0u);  // the machine's default
+}
+
+TEST(BudgetTest, ARefusalGivesTheEstimateAndTheKnob) {
+  MemoryEstimate need;
+  need.parts = {{"fused workspaces", uint64_t{3} << 30}};
+  need.total = uint64_t{3} << 30;
+  const absl::Status s = CheckMemory("w.yaml", need, 1, 0, "", *ResolveMemoryBudget("1G"));
+  EXPECT_THAT(s.message(), HasSubstr("w.yaml: the run needs about 3.0 GiB (fused workspaces "
+                                     "3.0 GiB) of memory, more than the budget of 1.0 GiB "
+                                     "(--max-memory 1G)"));
+  EXPECT_TRUE(CheckMemory("w.yaml", need, 1, 0, "", *ResolveMemoryBudget("4G")).ok());
+  EXPECT_EQ(RunsThatFit(need, 8, 0, *ResolveMemoryBudget("10G")), 3u);
+}
+
+TEST(MainTest, NonUtf8ArgumentsAreRefused) {
+  const Result r = RunLockstep({"sim", "x\xff.yaml"});
+  EXPECT_EQ(r.code, kExitUsage);
+  EXPECT_THAT(r.err, HasSubstr("SCENARIO: 'x\\xff.yaml' is not valid UTF-8 (byte 1)"));
+}
+
 TEST(MainTest, UnknownCommandSuggestsTheClosestVerb) {
   const Result r = RunLockstep({"layuot"});
   EXPECT_EQ(r.code, kExitUsage);
@@ -159,6 +191,7 @@ TEST(MainTest, HelpListsCommandsAndExitsZero) {
   const Result r = RunLockstep({"--help"});
   EXPECT_EQ(r.code, kExitOk);
   EXPECT_THAT(r.out, HasSubstr("layout"));
+  EXPECT_THAT(r.out, HasSubstr("3 internal error"));
 }
 
 }  // namespace

@@ -125,7 +125,7 @@ TEST(FaultKindsTest, AnUnhonouredKeyExitsTwoNamingTheKeyAndTheLine) {
 TEST(FaultKindsTest, AFaultPlacedPastTheLastStepIsRefused) {
   std::string err;
   EXPECT_EQ(RunSim("{kind: kernel_launch_failure, ranks: [1], at_step: 2}", &err), cli::kExitUsage);
-  EXPECT_THAT(err, HasSubstr("placed at step 2 but the run has 2 step(s)"));
+  EXPECT_THAT(err, HasSubstr("at_step: step 2 is past the end of the run"));
 }
 
 SimResult SimulateFault(const std::string& fault) {

@@ -115,6 +115,36 @@ TEST(ScenarioYamlTest, FaultTargetsOutsideTheWorldAreRejected) {
               HasSubstr("bad.yaml:6: faults[0].ranks: rank 4 is outside the world of 4 ranks"));
 }
 
+// Issue 11: keys accepted and then ignored or merged.
+TEST(ScenarioYamlTest, RepeatedFaultKeysAndRankBesideRanksAreRejected) {
+  const std::string head = "name: x\nhardware: h200x8\nparallel: {tp: 4}\nmodel: llama-3-70b\n";
+  EXPECT_THAT(
+      ParseError(head + "faults:\n  - {kind: rank_killed, ranks: [1], at_call: 3, at_call: 5}\n")
+          .message(),
+      HasSubstr("bad.yaml:6: faults[0].at_call: duplicate key"));
+  EXPECT_THAT(ParseError(head + "faults:\n  - {kind: straggler, rank: 1, ranks: [2]}\n").message(),
+              HasSubstr("bad.yaml:6: faults[0].ranks: given with 'rank' too"));
+}
+
+TEST(ScenarioYamlTest, ASecondDocumentIsRejected) {
+  EXPECT_THAT(
+      ParseError("name: x\nhardware: h200x8\nparallel: {tp: 4}\nmodel: llama-3-70b\n---\nname: y\n")
+          .message(),
+      HasSubstr("bad.yaml:5: (top level): a second YAML document"));
+  // A document end marker alone is not a second document.
+  EXPECT_TRUE(
+      ParseScenario("name: x\nhardware: h200x8\nparallel: {tp: 4}\nmodel: llama-3-70b\n...\n",
+                    "ok.yaml", TopologiesDir())
+          .ok());
+}
+
+TEST(ScenarioYamlTest, CatalogueNamesAreNamesNotPaths) {
+  EXPECT_THAT(ParseError("name: x\nhardware: ../hardware/h200x8\nparallel: {tp: 4}\n"
+                         "model: llama-3-70b\n")
+                  .message(),
+              HasSubstr("bad.yaml:2: hardware: '../hardware/h200x8' is not a catalogue name"));
+}
+
 TEST(ScenarioYamlTest, MissingRequiredKeysAreNamed) {
   EXPECT_THAT(ParseError("name: x\nhardware: h200x8\nmodel: llama-3-70b\n").message(),
               HasSubstr("parallel: required key is missing"));

@@ -1,0 +1,98 @@
+#include "sim/replica/call_count.h"
+
+#include <algorithm>
+#include <optional>
+#include <vector>
+
+#include "dispatch/rank_local_state.h"
+#include "sim/replica/workload_program.h"
+
+namespace lockstep {
+namespace {
+
+// A workload host that makes no call but counts them.
+class CountingHost {
+ public:
+  struct Data {};
+
+  CountingHost(const Scenario& scenario, const ParallelLayout& layout, const DispatchPolicy& policy)
+      : scenario_(scenario), layout_(layout), policy_(policy) {}
+
+  bool Stopped() const { return false; }
+  void BeginStep(int step) { step_ = step; }
+  void EndStep() {}
+  int64_t TokenSkew() const { return 0; }
+  const DispatchPolicy& Policy() const { return policy_; }
+  const RankLocalState& Local() const { return local_; }
+
+  // What the TP group's all-gather returns: each member's attention-DP
+  // group's token count this step.
+  std::optional<std::vector<int64_t>> AllGatherTokens(int64_t /*mine*/) {
+    const ParallelWidths& w = layout_.widths();
+    const WorkloadSpec& wl = scenario_.workload;
+    std::vector<int64_t> counts;
+    counts.reserve(static_cast<size_t>(w.tp));
+    for (int t = 0; t < w.tp; ++t) {
+      const int group = t / w.attn_tp;
+      const std::vector<int64_t>& tokens =
+          wl.dp_tokens.empty() ? wl.tokens
+                               : wl.dp_tokens[static_cast<size_t>(group) % wl.dp_tokens.size()];
+      counts.push_back(tokens[static_cast<size_t>(step_) % tokens.size()]);
+    }
+    return counts;
+  }
+  bool RecvActivation(int /*from*/, int64_t /*elems*/) { return true; }
+  void SendActivation(int /*to*/, int64_t /*elems*/) {}
+  void Compute(int64_t /*tokens*/, int /*tp*/) {}
+  Data Input(uint64_t /*instance*/, int64_t /*elems*/) { return {}; }
+  bool Reduce(const SiteRef&, GroupRole, const TensorDesc&, Data&, FusionPattern) {
+    ++calls_;
+    return true;
+  }
+  bool Check(const SiteRef&, uint64_t, const ExpectedRanks&, const Data&) { return true; }
+
+  int64_t calls() const { return calls_; }
+
+ private:
+  const Scenario& scenario_;
+  const ParallelLayout& layout_;
+  const DispatchPolicy& policy_;
+  RankLocalState local_;
+  int step_ = 0;
+  int64_t calls_ = 0;
+};
+
+uint64_t SaturatingMul(uint64_t a, uint64_t b) {
+  uint64_t out = 0;
+  return __builtin_mul_overflow(a, b, &out) ? ~uint64_t{0} : out;
+}
+
+}  // namespace
+
+int64_t CountRankCalls(const Scenario& scenario, const ParallelLayout& layout,
+                       const DispatchPolicy& policy, int rank) {
+  CountingHost host(scenario, layout, policy);
+  WorkloadProgram<CountingHost> program(host, scenario, layout, rank);
+  program.Run();
+  return host.calls();
+}
+
+uint64_t MaxCallsPerRank(const Scenario& scenario, const ParallelWidths& widths) {
+  const int layers =
+      scenario.workload.layers > 0 ? scenario.workload.layers : scenario.model.layers;
+  // Per step: embedding and draft projection; per dense layer attention and
+  // MLP; per MoE layer attention, up to two post-experts reductions and the
+  // replicated output (or one reduction fused into the next layer).
+  uint64_t most = 0;
+  for (int stage = 0; stage < widths.pp; ++stage) {
+    const int first = stage * layers / widths.pp;
+    const int end = (stage + 1) * layers / widths.pp;
+    const int moe_from = scenario.model.moe ? std::max(first, scenario.model.first_moe_layer) : end;
+    const auto moe = static_cast<uint64_t>(std::max(0, end - moe_from));
+    const auto dense = static_cast<uint64_t>(end - first) - moe;
+    most = std::max(most, 2 + 2 * dense + 4 * moe);
+  }
+  return SaturatingMul(static_cast<uint64_t>(scenario.workload.steps), most);
+}
+
+}  // namespace lockstep

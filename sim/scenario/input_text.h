@@ -1,0 +1,48 @@
+// Text that comes from outside — a file a user named, a string a report will
+// carry — checked where it enters (issue 11): a path that is not a regular
+// file, or a file too large to be a scenario, is refused before it is read;
+// text that is not UTF-8 is refused before it can reach a JSON writer (which
+// throws on it).
+
+#ifndef LOCKSTEP_SIM_SCENARIO_INPUT_TEXT_H_
+#define LOCKSTEP_SIM_SCENARIO_INPUT_TEXT_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "absl/status/statusor.h"
+
+namespace lockstep {
+
+// Scenario, hardware and model files: the catalogue's largest is a few KiB,
+// and yaml-cpp holds about a hundred bytes per byte of input, so 1 MiB of
+// YAML is already some 100 MiB of nodes.
+inline constexpr int64_t kMaxScenarioFileBytes = int64_t{1} << 20;
+// Reports (replay, shrink): the scenario plus the details of a verdict, which
+// at 65 536 ranks list every blocked rank.
+inline constexpr int64_t kMaxReportFileBytes = int64_t{64} << 20;
+
+// The contents of the regular file at `path`, at most `max_bytes` long.
+// The error names the path and the reason (NotFound, PermissionDenied, else
+// FailedPrecondition; never InvalidArgument, which is for bad contents): it cannot be
+// opened (with the system's reason: no such file, permission denied, too many
+// levels of symbolic links), it is a directory or not a regular file (a
+// device, a FIFO, a socket), it is larger than `max_bytes`, or reading failed.
+// `what` names the kind of file in the size message ("scenario files").
+absl::StatusOr<std::string> ReadInputFile(const std::string& path, int64_t max_bytes,
+                                          std::string_view what);
+
+// The byte offset of the first byte of `text` that does not start a valid
+// UTF-8 sequence (overlong forms, surrogates and code points past U+10FFFF
+// are invalid), or nullopt when all of it is valid.
+std::optional<size_t> FirstInvalidUtf8(std::string_view text);
+
+// "'abc\xff...'" style: `text` with bytes that are not printable ASCII
+// written as \xNN, cut to `max_chars`, for a message about bad text.
+std::string QuoteBytes(std::string_view text, size_t max_chars = 60);
+
+}  // namespace lockstep
+
+#endif  // LOCKSTEP_SIM_SCENARIO_INPUT_TEXT_H_
