@@ -33,7 +33,7 @@ Scenario ThroughputScenario(int world, bool fused, int steps) {
   s.model.layers = 8 * s.parallel.pp;
   s.dispatch.dtype = DType::kFp32;
   s.dispatch.max_tokens = 16;
-  s.dispatch.fused_backend = fused;
+  s.dispatch.fused_backend = fused ? FusionBackendFlag::kAuto : FusionBackendFlag::kNone;
   s.dispatch.custom_allreduce = false;
   s.workload.steps = steps;
   s.workload.tokens = {1};

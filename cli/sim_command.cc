@@ -49,6 +49,10 @@ int RunSim(std::span<const std::string> args, std::ostream& out, std::ostream& e
   flags.AddBool("json", &json, "print the JSON report instead of text");
   flags.AddBool("swarm", &swarm, "replace the scenario's faults by the seed's swarm draw");
   flags.AddString("max-memory", &max_memory, kMaxMemoryHelp);
+  std::string versus;
+  flags.AddString("versus", &versus,
+                  "a second policy: run the scenario under both and name the first call they "
+                  "decide differently");
   if (absl::Status s = flags.Parse(args); !s.ok()) {
     err << "lockstep sim: " << s.message() << "\n" << flags.Usage();
     return kExitUsage;
@@ -74,7 +78,7 @@ int RunSim(std::span<const std::string> args, std::ostream& out, std::ostream& e
       return kExitUsage;
     }
   }
-  options.keep_trace = !trace_path.empty();
+  options.keep_trace = !trace_path.empty() || !versus.empty();
   const PolicyRegistry registry = faults::MakePolicyRegistry();
   if (!swarm) {
     if (absl::Status s = faults::CheckFaultsFire(*scenario, registry, options.policy); !s.ok()) {
@@ -118,6 +122,25 @@ int RunSim(std::span<const std::string> args, std::ostream& out, std::ostream& e
       !WriteFile(
           dot_path, [&](std::ostream& f) { f << result->wait_for_dot; }, err)) {
     return kExitUsage;
+  }
+  if (!versus.empty()) {
+    SimOptions other = options;
+    other.policy = versus;
+    absl::StatusOr<SimResult> theirs = faults::SimulateWithFaults(*scenario, other, registry);
+    if (!theirs.ok()) {
+      err << "lockstep sim: --versus: " << theirs.status().message() << "\n";
+      return kExitUsage;
+    }
+    if (json) {
+      nlohmann::json both = {{"runs", {report, MakeReport(*scenario, other, *theirs)}},
+                             {"difference", FirstDecisionDifference(*result, *theirs)}};
+      out << both.dump(2) << "\n";
+    } else {
+      out << FormatResult(*scenario, options, *result) << "\n"
+          << FormatResult(*scenario, other, *theirs) << "\n"
+          << FirstDecisionDifference(*result, *theirs) << "\n";
+    }
+    return AsExpected(*scenario, result->verdict) ? kExitOk : kExitUnexpected;
   }
   if (json) {
     out << report.dump(2) << "\n";

@@ -2,6 +2,65 @@
 
 namespace lockstep {
 
+std::string_view FusedCapacityRuleName(FusedCapacityRule rule) {
+  switch (rule) {
+    case FusedCapacityRule::kPerDimension:
+      return "per_dimension";
+    case FusedCapacityRule::kTrtllm:
+      return "trtllm";
+    case FusedCapacityRule::kMnnvl:
+      return "mnnvl";
+  }
+  return "?";
+}
+
+namespace {
+
+// The workspace's identity predicates: initialised, then world size and exact
+// peer set equal to the caller's.
+bool WorkspaceMatches(const FusedAgreedState& s, const Workspace& ws, DecisionRecord& r) {
+  r.workspace_initialized = ws.initialized;
+  if (!r.Check(Predicate::kWorkspaceInitialized, ws.initialized)) return false;
+  r.workspace_group = ws.group;
+  r.workspace_world_size = ws.world_size;
+  r.workspace_generation = ws.generation;
+  if (!r.Check(Predicate::kWorkspaceWorldSize, ws.world_size == s.group_world_size)) return false;
+  return r.Check(Predicate::kWorkspacePeers, ws.group == s.group);
+}
+
+bool PerDimensionFits(const Workspace& ws, const TensorDesc& t, DecisionRecord& r) {
+  if (!r.Check(Predicate::kTokensFit, t.tokens() <= ws.capacity.max_tokens)) return false;
+  if (!r.Check(Predicate::kHiddenFits, t.hidden() <= ws.capacity.hidden)) return false;
+  return r.Check(Predicate::kDtypeMatches, t.dtype == ws.capacity.dtype);
+}
+
+// Capacity last: under graph tracing the token dimension is symbolic, and
+// every static refusal must short-circuit before it.
+bool Fits(const FusedAgreedState& s, const Workspace& ws, const TensorDesc& t, DecisionRecord& r) {
+  r.workspace_capacity = ws.capacity;
+  switch (s.capacity_rule) {
+    case FusedCapacityRule::kPerDimension:
+      return PerDimensionFits(ws, t, r);
+    case FusedCapacityRule::kMnnvl:
+      // flashinfer_comm_fusion.py:977-981 @ 0.5.23, then FlashInfer's
+      // is_buffer_size_sufficient (SGLang's fallback: per dimension).
+      if (!r.Check(Predicate::kHiddenAligned, (t.hidden() * DTypeSize(t.dtype)) % 16 == 0)) {
+        return false;
+      }
+      return PerDimensionFits(ws, t, r);
+    case FusedCapacityRule::kTrtllm:
+      // flashinfer_comm_fusion.py:1003-1008 @ 0.5.23: total elements.
+      if (!r.Check(Predicate::kElementsFit,
+                   t.tokens() * t.hidden() <= ws.capacity.max_tokens * ws.capacity.hidden)) {
+        return false;
+      }
+      return r.Check(Predicate::kDtypeMatches, t.dtype == ws.capacity.dtype);
+  }
+  return false;
+}
+
+}  // namespace
+
 bool FusedPredicatesHold(const FusedAgreedState& s, const CallDesc& call, DecisionRecord& r) {
   const TensorDesc& t = call.tensor;
   const Workspace* ws = s.workspace;
@@ -11,18 +70,29 @@ bool FusedPredicatesHold(const FusedAgreedState& s, const CallDesc& call, Decisi
   if (!r.Check(Predicate::kLibraryAvailable, s.library_available)) return false;
   if (!r.Check(Predicate::kTwoDimensional, t.ndim == 2)) return false;
   if (!r.Check(Predicate::kContiguous, t.contiguous)) return false;
-  r.workspace_initialized = ws->initialized;
-  if (!r.Check(Predicate::kWorkspaceInitialized, ws->initialized)) return false;
-  r.workspace_group = ws->group;
-  r.workspace_world_size = ws->world_size;
-  r.workspace_generation = ws->generation;
-  if (!r.Check(Predicate::kWorkspaceWorldSize, ws->world_size == s.group_world_size)) return false;
-  if (!r.Check(Predicate::kWorkspacePeers, ws->group == s.group)) return false;
-  // Capacity last (see header).
+  if (!WorkspaceMatches(s, *ws, r)) return false;
+  return Fits(s, *ws, t, r);
+}
+
+bool FusedNormPredicatesHold(const FusedAgreedState& s, const CallDesc& call, DecisionRecord& r) {
+  const TensorDesc& t = call.tensor;
+  const Workspace* ws = s.workspace;
+  r.hint = ws != nullptr ? ws->kind : WorkspaceKind::kNone;
+  r.library_available = s.library_available;
+  r.norm_max_tokens = s.norm_max_tokens;
+  // flashinfer_ar_fusion_applies (layer_boundary/residual/add_norm.py:144-158).
+  if (!r.Check(Predicate::kNormFusionPath, s.norm_path && ws != nullptr)) return false;
+  if (!r.Check(Predicate::kNormFusable, call.context.norm_fusable)) return false;
+  if (!r.Check(Predicate::kLibraryAvailable, s.library_available)) return false;
+  if (!r.Check(Predicate::kTokensInNormRange, t.tokens() > 0 && t.tokens() <= s.norm_max_tokens)) {
+    return false;
+  }
+  // flashinfer_allreduce_residual_rmsnorm (flashinfer_comm_fusion.py:833-923).
+  if (!r.Check(Predicate::kTwoDimensional, t.ndim == 2)) return false;
+  if (!r.Check(Predicate::kContiguous, t.contiguous)) return false;
+  if (!WorkspaceMatches(s, *ws, r)) return false;
   r.workspace_capacity = ws->capacity;
-  if (!r.Check(Predicate::kTokensFit, t.tokens() <= ws->capacity.max_tokens)) return false;
-  if (!r.Check(Predicate::kHiddenFits, t.hidden() <= ws->capacity.hidden)) return false;
-  return r.Check(Predicate::kDtypeMatches, t.dtype == ws->capacity.dtype);
+  return PerDimensionFits(*ws, t, r);
 }
 
 bool CustomPredicatesHold(const CustomAgreedState& s, const CallDesc& call, DecisionRecord& r) {
@@ -35,10 +105,13 @@ bool CustomPredicatesHold(const CustomAgreedState& s, const CallDesc& call, Deci
   if (!r.Check(Predicate::kBytesAligned, t.bytes() % 16 == 0)) return false;
   if (!r.Check(Predicate::kCustomContiguous, t.contiguous)) return false;
   const int w = s.group_world_size;
-  if (!r.Check(Predicate::kCustomWorldSize, w == 2 || w == 4 || w == 6 || w == 8)) return false;
-  if (!r.Check(Predicate::kNvlinkOrWorldTwo, w == 2 || s.full_nvlink)) return false;
+  const bool served = w > 0 && w < 32 && ((s.world_sizes >> w) & 1u) != 0;
+  if (!r.Check(Predicate::kCustomWorldSize, served)) return false;
+  const bool linked = s.generation >= 2 ? s.full_nvlink : (w == 2 || s.full_nvlink);
+  if (!r.Check(Predicate::kNvlinkOrWorldTwo, linked)) return false;
   if (!r.Check(Predicate::kSameNode, s.same_node)) return false;
-  return r.Check(Predicate::kBytesBelowMax, t.bytes() < s.max_bytes);
+  return r.Check(Predicate::kBytesBelowMax,
+                 s.max_inclusive ? t.bytes() <= s.max_bytes : t.bytes() < s.max_bytes);
 }
 
 }  // namespace lockstep

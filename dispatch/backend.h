@@ -36,16 +36,34 @@ class CommBackend {
   virtual absl::Status AllReduce(Tensor& tensor, const DecisionRecord& record) = 0;
 };
 
+// How a fused backend checks that a call fits its workspace: by the FlashInfer
+// backend SGLang 0.5.23 resolved (--flashinfer-allreduce-fusion-backend), or
+// per dimension as PR #30700's dispatch did.
+enum class FusedCapacityRule : uint8_t {
+  kPerDimension,  // tokens <= max_tokens, hidden <= hidden, same dtype (PR #30700)
+  kTrtllm,        // tokens * hidden <= max_tokens * hidden, same dtype
+  kMnnvl,         // hidden a whole number of 16-byte vectors, then per dimension
+};
+std::string_view FusedCapacityRuleName(FusedCapacityRule rule);  // "per_dimension", ...
+
 // State of the fused kernel backend (FlashInfer/TRT-LLM kAllReduce on a fusion
 // workspace) that every rank of the group agreed on at initialisation.
 struct FusedAgreedState {
-  // The kernel library loaded on every rank of the group (voted).
+  // The fused path is available on every rank: the library loaded and (SGLang
+  // 0.5.23) no workspace of the TP group failed to initialise (voted).
   bool library_available = false;
-  // The workspace of the group's tag; null when the group is untagged.
+  // The workspace of the group's tag (kAllReduce), or the workspace a fused
+  // norm backend runs on; null when the group is untagged.
   const Workspace* workspace = nullptr;
   // The caller's group and its size.
   GroupId group;
   int group_world_size = 0;
+  FusedCapacityRule capacity_rule = FusedCapacityRule::kPerDimension;
+  // The fused AR + residual + RMSNorm path (SGLang 0.5.23's
+  // flashinfer_ar_fusion_applies): a FlashInfer backend other than cutedsl
+  // is configured and attention DP is off; its batch limit.
+  bool norm_path = false;
+  int64_t norm_max_tokens = 2048;
 };
 
 // The reference predicates of the fused backend, SGLang's
@@ -54,8 +72,20 @@ struct FusedAgreedState {
 // equal to the group's; then capacity (tokens, hidden, dtype) last, because
 // under graph tracing the token dimension is symbolic and every static refusal
 // must short-circuit before it. Stops at the first failing predicate.
+// Then the capacity check of `state.capacity_rule`.
 bool FusedPredicatesHold(const FusedAgreedState& state, const CallDesc& call,
                          DecisionRecord& record);
+
+// The fused AR + residual + RMSNorm on an explicit workspace (SGLang 0.5.23:
+// flashinfer_ar_fusion_applies, then flashinfer_allreduce_residual_rmsnorm):
+// the norm path is on (a FlashInfer backend, no attention DP); the model's
+// norm is fusable; the fused path is available; 0 < tokens <= its batch
+// limit; 2-D and contiguous; the workspace initialised; then, where SGLang
+// would re-create a workspace bound to other peers (a collective lockstep
+// does not model), lockstep refuses it on every rank alike; and the call fits
+// the workspace. Stops at the first failing predicate.
+bool FusedNormPredicatesHold(const FusedAgreedState& state, const CallDesc& call,
+                             DecisionRecord& record);
 
 // Base of every fused-kernel backend: the reference CanUse over agreed state,
 // final so that no runtime can weaken it; runtimes implement AllReduce.
@@ -73,18 +103,26 @@ class FusedAllReduceBackend : public CommBackend {
   FusedAgreedState agreed_;
 };
 
-// Agreed state of the custom (one-node, peer-to-peer) all-reduce.
+// Agreed state of the custom (peer-to-peer) all-reduce.
 struct CustomAgreedState {
   bool available = false;  // created for this group on every rank
-  int64_t max_bytes = 0;   // largest message it serves (exclusive)
+  int64_t max_bytes = 0;   // largest message it serves
   int group_world_size = 0;
   bool full_nvlink = false;  // every pair of the group's GPUs linked by NVLink
-  bool same_node = false;    // every rank of the group on one node
+  bool same_node = false;    // every rank on one node (v2: or one NVLink clique)
+  // The generation: 2 is SGLang 0.5.23's default CustomAllReduceV2
+  // (device_communicators/custom_all_reduce_v2.py:401-414, 582-597 @ 0.5.23);
+  // 1 the vLLM-style CustomAllreduce (custom_all_reduce.py:260-283).
+  int generation = 2;
+  bool max_inclusive = true;  // bytes <= max_bytes (SGLang); false: bytes < max_bytes
+  // Bit w set: a group of w ranks is served (v1: 2, 4, 6, 8; v2 on SM90: 2-8,
+  // on SM100: 2-8 and 16, from its tuned tables).
+  uint32_t world_sizes = (1u << 2) | (1u << 4) | (1u << 6) | (1u << 8);
 };
 
-// The custom all-reduce's reference predicates (vLLM / SGLang
-// should_custom_ar): available; bytes % 16 == 0; contiguous; world size in
-// {2, 4, 6, 8}; world 2 or full NVLink; same node; bytes < max size.
+// The custom all-reduce's predicates (SGLang's should_custom_ar): available;
+// bytes % 16 == 0; contiguous; a served world size; NVLink (v1: or world 2);
+// one node (v2: or one NVLink clique); bytes within the size bound.
 bool CustomPredicatesHold(const CustomAgreedState& state, const CallDesc& call,
                           DecisionRecord& record);
 
@@ -116,6 +154,10 @@ struct GroupBackends {
   FusedAllReduceBackend* fused = nullptr;
   CustomAllReduceBackend* custom = nullptr;
   NcclBackend* nccl = nullptr;
+  // The fused AR + norm on each workspace, for calls that name one
+  // (CallContext::norm_workspace); null where that workspace does not exist.
+  FusedAllReduceBackend* norm_on_attn_workspace = nullptr;
+  FusedAllReduceBackend* norm_on_moe_workspace = nullptr;
   // The rank's raw local state. The reference policy never reads it.
   const RankLocalState* local = nullptr;
 };

@@ -72,12 +72,24 @@ std::string_view PredicateName(Predicate predicate) {
       return "nvlink_or_world_2";
     case Predicate::kSameNode:
       return "same_node";
+    case Predicate::kHiddenAligned:
+      return "hidden_aligned_16_bytes";
+    case Predicate::kElementsFit:
+      return "elements_fit";
+    case Predicate::kNormFusionPath:
+      return "norm_fusion_path";
+    case Predicate::kNormFusable:
+      return "norm_fusable";
+    case Predicate::kTokensInNormRange:
+      return "tokens_in_norm_range";
   }
   return "?";
 }
 
 BackendKind PredicateBackend(Predicate predicate) {
-  return predicate < Predicate::kCustomAvailable ? BackendKind::kFused : BackendKind::kCustom;
+  return predicate >= Predicate::kCustomAvailable && predicate <= Predicate::kSameNode
+             ? BackendKind::kCustom
+             : BackendKind::kFused;
 }
 
 std::optional<Predicate> FirstFailedPredicate(const DecisionRecord& record, BackendKind backend) {
@@ -128,6 +140,15 @@ std::string Details(const DecisionRecord& r, Predicate p, const ParallelLayout* 
     case Predicate::kNvlinkOrWorldTwo:
       return absl::StrCat("world ", r.group_world_size,
                           ", full_nvlink=", r.full_nvlink ? "true" : "false");
+    case Predicate::kHiddenAligned:
+      return absl::StrFormat("hidden %d, %d-byte elements", t.hidden(), DTypeSize(t.dtype));
+    case Predicate::kElementsFit:
+      return absl::StrFormat("tokens*hidden %d, capacity %d*%d", t.tokens() * t.hidden(),
+                             r.workspace_capacity.max_tokens, r.workspace_capacity.hidden);
+    case Predicate::kTokensInNormRange:
+      return absl::StrFormat("tokens %d, limit %d", t.tokens(), r.norm_max_tokens);
+    case Predicate::kNormFusionPath:
+    case Predicate::kNormFusable:
     case Predicate::kLibraryAvailable:
     case Predicate::kContiguous:
     case Predicate::kWorkspaceInitialized:
@@ -214,6 +235,10 @@ constexpr DecisionField kScalarFields[] = {
                               Bool(r.kernel_flags & kSanitizeInputs),
                               Bool(r.kernel_flags & kExactSentinel),
                               Bool(r.kernel_flags & kVerifyClear));
+     }},
+    {"norm_fused", true, [](const DecisionRecord& r) { return uint64_t{r.norm_fused}; },
+     [](const DecisionRecord& r, const ParallelLayout*) {
+       return absl::StrCat("norm_fused=", Bool(r.norm_fused));
      }},
     {"ndim", true,
      [](const DecisionRecord& r) { return static_cast<uint64_t>(r.call.tensor.ndim); },

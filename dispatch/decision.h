@@ -60,10 +60,19 @@ enum class Predicate : uint8_t {
   kCustomWorldSize,   // world size in {2, 4, 6, 8}
   kNvlinkOrWorldTwo,  // world size 2, or every pair linked by NVLink
   kSameNode,          // every rank of the group on one node
+  // Fused kAllReduce, by FlashInfer backend (SGLang 0.5.23).
+  kHiddenAligned,  // mnnvl: hidden % (16 / element size) == 0
+  kElementsFit,    // trtllm: tokens * hidden <= max_tokens * workspace hidden
+  // Fused AR + residual + RMSNorm on an explicit workspace (SGLang 0.5.23's
+  // flashinfer_ar_fusion_applies and flashinfer_allreduce_residual_rmsnorm).
+  kNormFusionPath,     // a FlashInfer fusion backend other than cutedsl, no DP attention
+  kNormFusable,        // the model's norm is a plain RMSNorm after a plain residual add
+  kTokensInNormRange,  // 0 < tokens <= the fused norm's batch limit (2048)
 };
-inline constexpr int kNumPredicates = 17;
+inline constexpr int kNumPredicates = 22;
 std::string_view PredicateName(Predicate predicate);
-// The backend whose CanUse evaluates `predicate`.
+// The backend whose CanUse evaluates `predicate` (the fused norm's are the
+// fused backend's).
 BackendKind PredicateBackend(Predicate predicate);
 
 // The record of one all-reduce call on one rank: the backend and algorithm
@@ -78,6 +87,10 @@ struct DecisionRecord {
   int32_t blocks = 0;        // grid size of the fused or custom kernel
   bool fp32_acc = false;     // fused-kernel accumulation type
   uint8_t kernel_flags = 0;  // KernelFlag bits of the fused kernel
+  // The fused kernel runs the residual add and RMSNorm too (else the caller
+  // normalises after the all-reduce).
+  bool norm_fused = false;
+  int64_t norm_max_tokens = 0;  // the fused norm's batch limit, when evaluated
   CallDesc call;
 
   uint32_t evaluated = 0;  // bit p: predicate p was evaluated

@@ -1,5 +1,8 @@
-// Whether the post-experts all-reduce may be deferred into the next layer's
-// fused all-reduce + residual + RMSNorm, and over which groups it reduces.
+// PR #30700's fusion gate (the design lockstep was first built from, now the
+// "sglang-pr30700" policy): whether the post-experts all-reduce may be
+// deferred into the next layer's fused all-reduce + residual + RMSNorm, and
+// over which groups it reduces. SGLang 0.5.23 decides this differently
+// (dispatch/layer_boundary.h).
 
 #ifndef LOCKSTEP_DISPATCH_FUSION_GATE_H_
 #define LOCKSTEP_DISPATCH_FUSION_GATE_H_

@@ -101,15 +101,22 @@ absl::StatusOr<ParallelLayout> ParallelLayout::Build(const ParallelConfig& confi
   const int tp = layout.AddObject("tp", GroupRole::kTp, ConsecutiveRuns(w, w.tp));
   serve(GroupRole::kTp, tp);
 
+  // The objects in lockstep's creation order (SGLang creates TP, ATTN_CP,
+  // ATTN_TP, MOE_DP, MOE_EP, MOE_TP, PP: the order changes object indices,
+  // never rank lists or reuse). Reuse rules are those of
+  // sglang/srt/distributed/parallel_state.py:2671-2985 @ 0.5.23.
   // ATTN_TP: runs of attn_tp inside each TP block; the TP object when equal.
   serve(GroupRole::kAttnTp, w.attn_tp == w.tp ? tp
                                               : layout.AddObject("attn_tp", GroupRole::kAttnTp,
                                                                  ConsecutiveRuns(w, w.attn_tp)));
 
-  // ATTN_CP: b + d*attn_cp*attn_tp + t + k*attn_tp.
+  // ATTN_CP: b + d*attn_cp*attn_tp + t + k*attn_tp; the TP object when
+  // attn_cp == tp (sglang/srt/distributed/parallel_state.py:2760-2761 @ 0.5.23).
   const int attn_cp =
-      layout.AddObject("attn_cp", GroupRole::kAttnCp,
-                       Strided(w, w.attn_dp, w.attn_cp * w.attn_tp, w.attn_tp, w.attn_cp));
+      w.attn_cp == w.tp
+          ? tp
+          : layout.AddObject("attn_cp", GroupRole::kAttnCp,
+                             Strided(w, w.attn_dp, w.attn_cp * w.attn_tp, w.attn_tp, w.attn_cp));
   serve(GroupRole::kAttnCp, attn_cp);
 
   // MOE_EP: b + d*ep*moe_tp + t + k*moe_tp; the TP object when ep == tp.
@@ -125,8 +132,8 @@ absl::StatusOr<ParallelLayout> ParallelLayout::Build(const ParallelConfig& confi
                                                                ConsecutiveRuns(w, w.moe_tp)));
 
   // MOE_DP: the ATTN_CP object when attn_cp > moe_dp (CP partners exchange
-  // tokens before the MoE anyway), the TP object when moe_dp == tp, else
-  // b + j + k*ep*moe_tp.
+  // tokens before the MoE anyway; the TP object too when attn_cp == tp), the
+  // TP object when moe_dp == tp, else b + j + k*ep*moe_tp.
   int moe_dp;
   if (w.attn_cp > w.moe_dp) {
     moe_dp = attn_cp;

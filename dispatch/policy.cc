@@ -6,6 +6,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "dispatch/fused_launch.h"
+#include "dispatch/pr30700_policy.h"
 
 namespace lockstep {
 
@@ -16,10 +17,31 @@ CommBackend* DispatchPolicy::Choose(const GroupBackends& b, const CallDesc& call
     r.backend = BackendKind::kSkip;
     return nullptr;
   }
+  // A fused AR + residual + RMSNorm on the workspace the call site names.
+  if (call.context.pattern == FusionPattern::kAllReduceResidualRmsNorm &&
+      call.context.norm_workspace != WorkspaceKind::kNone) {
+    FusedAllReduceBackend* norm = call.context.norm_workspace == WorkspaceKind::kAttnTp
+                                      ? b.norm_on_attn_workspace
+                                      : b.norm_on_moe_workspace;
+    if (norm == nullptr) {
+      r.Check(Predicate::kNormFusionPath, false);
+    } else if (NormFusionCanUse(b, *norm, call, r)) {
+      r.backend = BackendKind::kFused;
+      r.norm_fused = true;
+      ConfigureFusedLaunch(b, call, r);
+      return norm;
+    }
+    // Declined: the sum completes as a plain all-reduce of the group, and the
+    // caller adds and normalises (layernorm.py:256-267 @ 0.5.23).
+  }
   if (b.fused == nullptr) {
     r.Check(Predicate::kGroupTagged, false);
   } else if (FusedCanUse(b, call, r)) {
     r.backend = BackendKind::kFused;
+    // Through the tag, the kernel absorbs the norm when the call asks for it
+    // and names no workspace (PR #30700's dispatch).
+    r.norm_fused = call.context.pattern == FusionPattern::kAllReduceResidualRmsNorm &&
+                   call.context.norm_workspace == WorkspaceKind::kNone;
     ConfigureFusedLaunch(b, call, r);
     return b.fused;
   }
@@ -37,7 +59,7 @@ void DispatchPolicy::ConfigureFusedLaunch(const GroupBackends&, const CallDesc& 
   const int64_t bytes = call.tensor.bytes();
   r.algorithm = SelectFusedAlgorithm(bytes, r.group_world_size);
   r.blocks = FusedGridBlocks(bytes);
-  r.fp32_acc = false;
+  r.fp32_acc = true;
   r.kernel_flags = kReferenceKernelFlags;
 }
 
@@ -55,34 +77,76 @@ WorkspaceTags DispatchPolicy::TagGroups(const ParallelLayout& layout, bool fused
   return TagGroupsForFusedAllReduce(layout, fused_enabled);
 }
 
-bool DispatchPolicy::ShouldFuseMlpAllReduceWithNextLayer(const ParallelWidths& widths,
-                                                         const FusionGateInputs& inputs) const {
-  return lockstep::ShouldFuseMlpAllReduceWithNextLayer(widths, inputs);
+GroupRole DispatchPolicy::MoeWorkspaceRole(const ParallelWidths& widths) const {
+  return PostExpertsReductionRole(widths);
 }
 
-PostExpertsPlan DispatchPolicy::PlanPostExperts(const ParallelWidths& widths,
-                                                bool fuse_with_next_layer) const {
-  return PlanPostExpertsReduction(widths, fuse_with_next_layer);
+bool DispatchPolicy::ObjectHasCustomAllReduce(const GroupObject& object) const {
+  const GroupRole created = object.roles.front();
+  return created == GroupRole::kTp || created == GroupRole::kAttnTp ||
+         created == GroupRole::kAttnCp || created == GroupRole::kMoeDp;
 }
 
-int64_t DispatchPolicy::DpPaddedTokens(const std::vector<int64_t>& gathered, int64_t, int attn_dp,
-                                       const RankLocalState&) const {
-  int64_t largest = 0;
-  for (int64_t c : gathered) largest = std::max(largest, c);
-  return largest * attn_dp;
+CustomAgreedState DispatchPolicy::CustomLimits(const ServingArgs& args, const Platform& platform,
+                                               int64_t configured_max_bytes) const {
+  CustomAgreedState s = CustomAllReduceLimits(args, platform);
+  if (configured_max_bytes > 0 && args.custom_all_reduce_v2) s.max_bytes = configured_max_bytes;
+  return s;
 }
 
-PostExpertsPlan DispatchPolicy::PlanPipelineFlush(const ParallelWidths& widths) const {
-  return PlanPostExperts(widths, false);
+FusedCapacityRule DispatchPolicy::CapacityRule(FusionBackend backend) const {
+  return CapacityRuleOf(backend);
+}
+
+ExitPlan DispatchPolicy::PlanFfnExit(const ParallelWidths& widths, const ExitInputs& in) const {
+  return lockstep::PlanFfnExit(widths, in);
+}
+
+std::vector<GroupRole> DispatchPolicy::PipelineFlushReductions(const ParallelWidths&,
+                                                               const ExitPlan& exit) const {
+  if (exit.kind == ExitKind::kDefer || exit.kind == ExitKind::kDeferAllReduceScatter) {
+    return {exit.group};
+  }
+  return exit.reductions;
+}
+
+DpBatchPlan DispatchPolicy::PlanDpBatch(const DpBatch& gathered, int attn_tp, int my_group,
+                                        const RankLocalState&) const {
+  DpBatch aligned = gathered;
+  aligned.tokens = AlignDpTokens(gathered.tokens, attn_tp);
+  DpBatchPlan plan;
+  plan.gather = true;
+  plan.padding = SelectDpPadding(aligned);
+  plan.global_rows = DpGlobalRows(plan.padding, aligned.tokens);
+  plan.my_offset = DpRowOffset(plan.padding, aligned.tokens, my_group);
+  if (plan.padding == DpPadding::kMaxLen) {
+    const int64_t slot = plan.global_rows / std::max<int64_t>(1, std::ssize(aligned.tokens));
+    plan.group_rows.assign(aligned.tokens.size(), slot);
+  } else {
+    plan.group_rows = aligned.tokens;
+  }
+  return plan;
+}
+
+GroupRole DispatchPolicy::EmbeddingGroup(const ParallelWidths& widths,
+                                         bool model_uses_attn_tp_under_dp) const {
+  return widths.DpAttention() && model_uses_attn_tp_under_dp ? GroupRole::kAttnTp : GroupRole::kTp;
 }
 
 PolicyRegistry::PolicyRegistry() {
   entries_.push_back(Entry{
       .name = "reference",
-      .summary = "the reference design: rank-invariant predicates, exact-group workspaces, "
-                 "errors propagate, hybrid fusion gate",
-      .source = "SGLang PR #30700",
+      .summary = "SGLang 0.5.23's dispatch: rank-invariant predicates, exact-group workspaces, "
+                 "errors propagate, deferral only over the TP object",
+      .source = "SGLang 0.5.23",
       .make = [] { return std::make_unique<DispatchPolicy>(); },
+  });
+  entries_.push_back(Entry{
+      .name = std::string(kPr30700PolicyName),
+      .summary = "PR #30700's original design: the hybrid fusion gate, the MoE workspace on "
+                 "MOE_EP, fusion through the group's tag, fp32_acc off",
+      .source = "SGLang PR #30700",
+      .make = [] { return std::make_unique<Pr30700Policy>(); },
   });
 }
 

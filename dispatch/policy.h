@@ -1,9 +1,11 @@
 // Dispatch policies: the decisions the dispatch core takes, as one object.
-// The base class *is* the reference design (SGLang after PR #30700); the
-// known-bad mutants of faults/ derive from it and override one decision each,
-// so the reference is never edited to make room for them.
+// The base class *is* the reference design — SGLang 0.5.23's dispatch
+// (docs/FIDELITY.md) — and PR #30700's original design is another policy
+// ("sglang-pr30700", dispatch/pr30700_policy.h). The known-bad mutants of
+// faults/ derive from one of them and override one decision each, so neither
+// is ever edited to make room for them.
 //
-//   PolicyRegistry registry;                          // "reference" only
+//   PolicyRegistry registry;                          // reference, sglang-pr30700
 //   faults::RegisterMutants(registry);                // plus the mutants
 //   std::unique_ptr<DispatchPolicy> policy = *registry.Create("reference");
 //   GroupCoordinator tp("tp", group, 4, rank_in_group, WorkspaceKind::kAttnTp,
@@ -11,6 +13,7 @@
 //   DecisionRecord record;
 //   absl::Status s = tp.AllReduce(tensor, &record);  // Choose, then Execute
 //   // record.backend, record.algorithm, and every predicate's inputs
+//   ExitPlan exit = policy->PlanFfnExit(widths, inputs);  // the layer's FFN exit
 
 #ifndef LOCKSTEP_DISPATCH_POLICY_H_
 #define LOCKSTEP_DISPATCH_POLICY_H_
@@ -24,11 +27,26 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "dispatch/backend.h"
-#include "dispatch/fusion_gate.h"
 #include "dispatch/group_layout.h"
+#include "dispatch/layer_boundary.h"
+#include "dispatch/rank_local_state.h"
+#include "dispatch/serving_args.h"
 #include "dispatch/workspace.h"
 
 namespace lockstep {
+
+// How attention-DP ranks lay out one step's gathered MoE input.
+struct DpBatchPlan {
+  // Gather the rows across the TP group (SGLang 0.5.23) rather than run the
+  // MoE on locally padded rows with no gather (PR #30700's model).
+  bool gather = true;
+  DpPadding padding = DpPadding::kMaxLen;
+  int64_t global_rows = 0;  // rows of the MoE input
+  int64_t my_offset = 0;    // first row of this rank's attention-DP group
+  // Rows of each group's slot in the gathered buffer (its tokens, aligned
+  // as the policy aligns them); empty: the gathered counts as they are.
+  std::vector<int64_t> group_rows;
+};
 
 class DispatchPolicy {
  public:
@@ -36,10 +54,15 @@ class DispatchPolicy {
 
   virtual std::string_view name() const { return "reference"; }
 
+  // ---- One all-reduce. ----
+
   // Chooses the backend of one all-reduce and completes `record` (whose seq,
   // group and group_world_size the coordinator has set). Returns null only
-  // for kSkip (a group of one rank). Reference: fused kernel if its CanUse
-  // holds, else custom all-reduce if its CanUse holds, else NCCL.
+  // for kSkip (a group of one rank). Reference (GroupCoordinator.all_reduce,
+  // distributed/parallel_state.py:673-780 @ 0.5.23): a fused AR + norm on the
+  // workspace the call names, when its predicates hold; else the fused
+  // kAllReduce on the group's tagged workspace; else the custom all-reduce;
+  // else NCCL.
   virtual CommBackend* Choose(const GroupBackends& backends, const CallDesc& call,
                               DecisionRecord& record) const;
 
@@ -48,48 +71,88 @@ class DispatchPolicy {
   virtual absl::Status Execute(const GroupBackends& backends, CommBackend& chosen, Tensor& tensor,
                                DecisionRecord& record) const;
 
-  // Which group objects own which fusion workspace.
+  // ---- Set-up: what every rank agrees on before the first call. ----
+
+  // Which group objects own which fusion workspace for kAllReduce.
   virtual WorkspaceTags TagGroups(const ParallelLayout& layout, bool fused_enabled) const;
-
-  // The fusion gate and the post-experts reduction plan.
-  virtual bool ShouldFuseMlpAllReduceWithNextLayer(const ParallelWidths& widths,
-                                                   const FusionGateInputs& inputs) const;
-  virtual PostExpertsPlan PlanPostExperts(const ParallelWidths& widths,
-                                          bool fuse_with_next_layer) const;
-
-  // The post-experts reduction of a pipeline stage's last MoE layer, flushed
-  // before its activations go to the next stage. Reference: the layer's full
-  // unfused plan (SGLang #28619 flushed over MOE_EP only).
-  virtual PostExpertsPlan PlanPipelineFlush(const ParallelWidths& widths) const;
-
+  // The role whose groups the MoE workspace rendezvouses on. Reference:
+  // PostExpertsReductionRole (TP when EP and MoE-TP merge).
+  virtual GroupRole MoeWorkspaceRole(const ParallelWidths& widths) const;
+  // Whether the group object gets a custom all-reduce. Reference: objects
+  // created for TP, ATTN_TP, ATTN_CP or MOE_DP; never a separate MOE_EP or
+  // MOE_TP object, nor PP (parallel_state.py:2685-2969 @ 0.5.23).
+  virtual bool ObjectHasCustomAllReduce(const GroupObject& object) const;
+  // The custom all-reduce's generation and limits. Reference: SGLang's
+  // (CustomAllReduceLimits); `configured_max_bytes` is the scenario's bound.
+  virtual CustomAgreedState CustomLimits(const ServingArgs& args, const Platform& platform,
+                                         int64_t configured_max_bytes) const;
+  // The capacity rule of the kAllReduce predicates for `backend`.
+  virtual FusedCapacityRule CapacityRule(FusionBackend backend) const;
+  // Whether the fused AR + norm runs on the workspace the call site names
+  // (SGLang 0.5.23) rather than through the group's tag (PR #30700).
+  virtual bool NormOnNamedWorkspace() const { return true; }
+  // Whether a failed workspace initialisation anywhere in the TP group turns
+  // the fused path off on every rank of it (SGLang 0.5.23's process-global
+  // unavailable flag, OR-synced over TP, flashinfer_comm_fusion.py:713-741),
+  // rather than only that workspace (PR #30700's model).
+  virtual bool WorkspaceFailureDisablesFusion() const { return true; }
   // Whether this rank's workspace counts as initialised, given its own
-  // allocation result and the AND of every member's (the cross-rank vote of
-  // SGLang's _sync_allreduce_unavailable_across_tp). Reference: the vote.
+  // allocation result and the AND of every member's (the rendezvous vote).
+  // Reference: the vote.
   virtual bool WorkspaceInitialized(bool /*local_ok*/, bool all_ok) const { return all_ok; }
-  // Same for the fused-kernel library. Reference: the vote.
+  // Whether the fused path is available on this rank, given its own view
+  // (the library loaded and, with WorkspaceFailureDisablesFusion, its own
+  // allocations done) and the AND of every TP peer's voted state (SGLang's
+  // _sync_allreduce_unavailable_across_tp). Reference: the vote.
   virtual bool LibraryAvailable(bool /*local_ok*/, bool all_ok) const { return all_ok; }
 
-  // Tokens every rank pads the MoE input to under DP attention, given the
-  // all-gathered per-rank counts. Reference: attention-DP width times the
-  // largest gathered count (agreed by construction).
-  virtual int64_t DpPaddedTokens(const std::vector<int64_t>& gathered, int64_t local_count,
-                                 int attn_dp, const RankLocalState& local) const;
+  // ---- The model's structure: which sums each layer owes, and how. ----
 
-  // The group that reduces the speculative (EAGLE) draft model's projection.
-  // Reference: ATTN_TP (SGLang #40399 reduced it over the full TP group).
-  virtual GroupRole DraftProjectionGroup() const { return GroupRole::kAttnTp; }
-
+  // The FFN exit of a layer. Reference: PlanFfnExit (layer_boundary.h).
+  virtual ExitPlan PlanFfnExit(const ParallelWidths& widths, const ExitInputs& inputs) const;
+  // The reductions that complete a non-last pipeline stage's last FFN before
+  // its activations go to the next stage, given that layer's exit plan.
+  // Reference: a deferred sum completes over its group (to_pp,
+  // residual/batch.py:269-291), otherwise the exit's reductions run there
+  // (SGLang #28619 flushed over MOE_EP only).
+  virtual std::vector<GroupRole> PipelineFlushReductions(const ParallelWidths& widths,
+                                                         const ExitPlan& exit) const;
+  // One step's attention-DP layout, from the token counts every rank of the
+  // TP group all-gathered (`gathered`), this rank's group and its own view.
+  // Reference: each count aligned to attention TP (`attn_tp`), then
+  // DpPaddingMode's choice, rows gathered across TP.
+  virtual DpBatchPlan PlanDpBatch(const DpBatch& gathered, int attn_tp, int my_group,
+                                  const RankLocalState& local) const;
+  // The group the embedding output reduces over. Reference
+  // (vocab_parallel_embedding.py:166-185): ATTN_TP for models that ask for it
+  // under attention DP, else TP.
+  virtual GroupRole EmbeddingGroup(const ParallelWidths& widths,
+                                   bool model_uses_attn_tp_under_dp) const;
+  // The embedding output's rank (SGLang 0.5.23: a 2-D [tokens, hidden]).
+  virtual int EmbeddingNdim() const { return 2; }
+  // The group a dense MLP's sum is owed over. Reference: TP
+  // (layer_boundary/factories.py:184-192).
+  virtual GroupRole DenseMlpGroup() const { return GroupRole::kTp; }
+  // The group that reduces the speculative draft model's projection, given
+  // the one the model declares. Reference: as declared (SGLang #40399 reduced
+  // an attention-TP projection over the full TP group).
+  virtual GroupRole DraftProjectionGroup(GroupRole declared) const { return declared; }
   // Whether the MoE output, already complete and replicated on every rank
   // after its reduction, is all-reduced once more over ATTN_TP. Reference:
   // never (SGLang #31699 and #37199 did, scaling it by the group size).
   virtual bool ReduceReplicatedOutput(const ParallelWidths& /*widths*/) const { return false; }
 
  protected:
-  // The fused and custom backends' admission, as Choose() asks it. Reference:
-  // the backends' own CanUse (their reference predicates over agreed state).
+  // The fused, fused-norm and custom backends' admission, as Choose() asks
+  // it. Reference: their reference predicates over agreed state.
   virtual bool FusedCanUse(const GroupBackends& backends, const CallDesc& call,
                            DecisionRecord& record) const {
     return backends.fused->CanUse(call, record);
+  }
+  virtual bool NormFusionCanUse(const GroupBackends& /*backends*/,
+                                const FusedAllReduceBackend& backend, const CallDesc& call,
+                                DecisionRecord& record) const {
+    return FusedNormPredicatesHold(backend.agreed(), call, record);
   }
   virtual bool CustomCanUse(const GroupBackends& backends, const CallDesc& call,
                             DecisionRecord& record) const {
@@ -98,7 +161,8 @@ class DispatchPolicy {
 
   // Fills the algorithm and launch shape once the fused backend is chosen.
   // Reference: SelectFusedAlgorithm / FusedGridBlocks on the message size and
-  // group size, fp32_acc = false (aligned with the fused AR + norm path).
+  // group size (lockstep's kernels), fp32_acc = true (SGLang 0.5.23 passes
+  // fp32_acc=True to both fused paths, flashinfer_comm_fusion.py:1039-1040).
   virtual void ConfigureFusedLaunch(const GroupBackends& backends, const CallDesc& call,
                                     DecisionRecord& record) const;
   // Fills the grid once the custom all-reduce is chosen. Reference:
@@ -107,19 +171,20 @@ class DispatchPolicy {
                                      DecisionRecord& record) const;
 };
 
-// Named policies: "reference" and whatever else is registered (the mutants of
-// faults/ register themselves through faults::RegisterMutants). A plain value,
-// not a global: whoever builds a registry decides what is in it.
+// Named policies: "reference", "sglang-pr30700" and whatever else is
+// registered (the mutants of faults/ register themselves through
+// faults::RegisterMutants). A plain value, not a global: whoever builds a
+// registry decides what is in it.
 class PolicyRegistry {
  public:
   struct Entry {
     std::string name;
     std::string summary;  // one line: what the policy does differently
-    std::string source;   // the bug or review it reproduces ("SGLang #28619")
+    std::string source;   // the bug, review or release it reproduces ("SGLang #28619")
     std::function<std::unique_ptr<DispatchPolicy>()> make;
   };
 
-  // A registry holding the reference policy only.
+  // A registry holding the reference policy and PR #30700's design.
   PolicyRegistry();
 
   // Adds a policy. AlreadyExists if the name is taken.

@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "dispatch/dtype.h"
+#include "dispatch/workspace.h"
 
 namespace lockstep {
 
@@ -62,6 +63,15 @@ enum class FusionPattern : uint8_t {
 // How the caller is running when it all-reduces.
 struct CallContext {
   FusionPattern pattern = FusionPattern::kAllReduce;
+  // With kAllReduceResidualRmsNorm: the workspace the fused kernel runs on,
+  // named by the call site as SGLang 0.5.23's fused consumers name it (the
+  // attention workspace for the attention output, the MoE workspace for a
+  // deferred FFN sum), whatever the group's tag. kNone: the group's tag
+  // decides, as PR #30700's dispatch did.
+  WorkspaceKind norm_workspace = WorkspaceKind::kNone;
+  // The model's norm after this all-reduce is a plain RMSNorm after a plain
+  // residual add, which the fused kernel can absorb (not DeepSeek-V4's mHC).
+  bool norm_fusable = true;
   // The call is being traced (torch.compile / Dynamo): the decision is taken
   // once, at trace time, and baked into the captured graph.
   bool tracing = false;

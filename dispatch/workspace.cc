@@ -14,7 +14,7 @@ std::string_view WorkspaceKindName(WorkspaceKind kind) {
   return "none";
 }
 
-GroupRole MoeWorkspaceRole(const ParallelWidths& widths) {
+GroupRole MoeTagRole(const ParallelWidths& widths) {
   return widths.moe_ep > 1 ? GroupRole::kMoeEp : GroupRole::kMoeTp;
 }
 
@@ -22,7 +22,7 @@ WorkspaceTags TagGroupsForFusedAllReduce(const ParallelLayout& layout, bool enab
   WorkspaceTags tags;
   tags.by_object.assign(layout.objects().size(), WorkspaceKind::kNone);
   if (!enabled) return tags;
-  tags.by_object[static_cast<size_t>(layout.ObjectIndex(MoeWorkspaceRole(layout.widths())))] =
+  tags.by_object[static_cast<size_t>(layout.ObjectIndex(MoeTagRole(layout.widths())))] =
       WorkspaceKind::kMoe;
   tags.by_object[static_cast<size_t>(layout.ObjectIndex(GroupRole::kAttnTp))] =
       WorkspaceKind::kAttnTp;

@@ -49,15 +49,19 @@ struct WorkspaceTags {
   WorkspaceKind ForObject(int object) const { return by_object[static_cast<size_t>(object)]; }
 };
 
-// The role whose group the MoE workspace rendezvouses on: MOE_EP when
-// moe_ep > 1, else MOE_TP (exactly one of them).
-GroupRole MoeWorkspaceRole(const ParallelWidths& widths);
+// The role SGLang tags with the MoE workspace hint: MOE_EP when moe_ep > 1,
+// else MOE_TP (distributed/parallel_state.py:2378 @ 0.5.23). Since SGLang
+// 0.5.23 moved the MoE workspace to TP when EP and MoE-TP merge, the tag and
+// the workspace can name different groups there (docs/FIDELITY.md,
+// INCONSISTENCY-1): the exact peer-set check then refuses the pairing.
+GroupRole MoeTagRole(const ParallelWidths& widths);
 
-// SGLang's _tag_groups_for_flashinfer_allreduce_only(): tags the MoE workspace
-// group with kMoe, then ATTN_TP with kAttnTp (when one object serves both, the
-// last tag wins). The full TP role is never tagged for its own sake: under DP
-// attention it addresses peers neither workspace rendezvoused on. With
-// `enabled` false (no fusion backend), nothing is tagged.
+// SGLang's _tag_groups_for_flashinfer_allreduce_only()
+// (distributed/parallel_state.py:2357-2384 @ 0.5.23): tags MoeTagRole's
+// object with kMoe, then ATTN_TP with kAttnTp (when one object serves both,
+// the last tag wins). The full TP role is never tagged for its own sake:
+// under DP attention it addresses peers neither workspace rendezvoused on.
+// With `enabled` false (no kAllReduce backend), nothing is tagged.
 WorkspaceTags TagGroupsForFusedAllReduce(const ParallelLayout& layout, bool enabled);
 
 }  // namespace lockstep

@@ -9,6 +9,7 @@
 #include "absl/strings/str_join.h"
 #include "dispatch/dtype.h"
 #include "sim/memory/value.h"
+#include "sim/replica/replica_config.h"
 #include "sim/scenario/did_you_mean.h"
 
 namespace lockstep::faults {
@@ -18,28 +19,39 @@ namespace {
 
 bool Always(const Scenario&, const ParallelLayout&) { return true; }
 
-bool HasFusedBackend(const Scenario& s, const ParallelLayout&) { return s.dispatch.fused_backend; }
+bool HasFusedBackend(const Scenario& s, const ParallelLayout& l) { return FusedBackendOn(s, l); }
 
 bool HasCustomAllReduce(const Scenario& s, const ParallelLayout& l) {
   return s.dispatch.custom_allreduce && l.widths().tp > 1;
 }
 
+// A fused Lamport push or a custom all-reduce flag to drop.
+bool HasPushOrFlag(const Scenario& s, const ParallelLayout& l) {
+  return HasFusedBackend(s, l) || HasCustomAllReduce(s, l);
+}
+
 bool HasDpAttention(const Scenario& s, const ParallelLayout& l) {
-  return s.parallel.dp_attention && l.widths().attn_dp > 1;
+  (void)s;
+  return l.widths().DpAttention();
 }
 
 bool WorkspaceBindingHasOtherPeers(const Scenario& s, const ParallelLayout& l) {
-  if (!s.dispatch.fused_backend) return false;
-  const bool moe = s.model.moe && EqualSizeOtherRole(l, MoeWorkspaceRole(l.widths())).has_value();
+  if (!FusedBackendOn(s, l)) return false;
+  // The MoE workspace's group under SGLang 0.5.23 (the post-experts
+  // reduction's) or under PR #30700 (the tagged MoE role): a scenario may
+  // run either policy.
+  const bool moe =
+      s.model.moe && (EqualSizeOtherRole(l, PostExpertsReductionRole(l.widths())).has_value() ||
+                      EqualSizeOtherRole(l, MoeTagRole(l.widths())).has_value());
   return moe || EqualSizeOtherRole(l, GroupRole::kAttnTp).has_value();
 }
 
 bool BothMoeGroupsDistinct(const Scenario& s, const ParallelLayout& l) {
-  return s.dispatch.fused_backend && s.model.moe && l.widths().IsHybridEpTp();
+  return FusedBackendOn(s, l) && s.model.moe && l.widths().IsHybridEpTp();
 }
 
 bool TpDiffersFromAttentionTp(const Scenario& s, const ParallelLayout& l) {
-  return s.dispatch.fused_backend && l.widths().attn_tp < l.widths().tp && l.widths().attn_tp > 1;
+  return FusedBackendOn(s, l) && l.widths().attn_tp < l.widths().tp && l.widths().attn_tp > 1;
 }
 
 // --- Effects. ---
@@ -64,7 +76,8 @@ bool BindToOtherPeers(const FaultSpec& f, const Scenario& s, const ParallelLayou
     target = it->second;
   } else {
     const bool moe =
-        s.model.moe && EqualSizeOtherRole(layout, MoeWorkspaceRole(layout.widths())).has_value();
+        s.model.moe &&
+        EqualSizeOtherRole(layout, PostExpertsReductionRole(layout.widths())).has_value();
     target = moe ? "moe" : "attn_tp";
   }
   if (target != WorkspaceKindName(kind)) return false;
@@ -392,7 +405,7 @@ const std::vector<FaultKindInfo>& Table() {
        {},
        {kEpochParam},
        false,
-       &HasFusedBackend,
+       &HasPushOrFlag,
        &DrawEpoch,
        {.drops_push = &LostWrite}},
       {"late_write",

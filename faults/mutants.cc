@@ -5,32 +5,52 @@
 #include <memory>
 
 #include "dispatch/fused_launch.h"
+#include "dispatch/pr30700_policy.h"
 
 namespace lockstep::faults {
 namespace {
 
-// --- The pre-review PR #30700 predicates, shared by several mutants. --------
+// --- Predicate variants shared by several mutants. ---------------------------
 
 // can_use_flashinfer_allreduce() as first written: the workspace matched by
-// world size only, not by its exact peer set.
+// world size only, not by its exact peer set. The same weakening on the fused
+// norm's named workspace.
+FusedAgreedState WithGroupOfWorkspace(FusedAgreedState state) {
+  if (state.workspace != nullptr) state.group = state.workspace->group;
+  return state;
+}
 bool SizeOnlyFusedPredicates(const FusedAgreedState& s, const CallDesc& call, DecisionRecord& r) {
-  const TensorDesc& t = call.tensor;
-  const Workspace* ws = s.workspace;
-  r.hint = ws != nullptr ? ws->kind : WorkspaceKind::kNone;
-  if (!r.Check(Predicate::kGroupTagged, ws != nullptr)) return false;
-  if (!r.Check(Predicate::kLibraryAvailable, s.library_available)) return false;
-  if (!r.Check(Predicate::kTwoDimensional, t.ndim == 2)) return false;
-  if (!r.Check(Predicate::kContiguous, t.contiguous)) return false;
-  r.workspace_initialized = ws->initialized;
-  if (!r.Check(Predicate::kWorkspaceInitialized, ws->initialized)) return false;
-  r.workspace_group = ws->group;
-  r.workspace_world_size = ws->world_size;
-  r.workspace_generation = ws->generation;
-  if (!r.Check(Predicate::kWorkspaceWorldSize, ws->world_size == s.group_world_size)) return false;
-  r.workspace_capacity = ws->capacity;
-  if (!r.Check(Predicate::kTokensFit, t.tokens() <= ws->capacity.max_tokens)) return false;
-  if (!r.Check(Predicate::kHiddenFits, t.hidden() <= ws->capacity.hidden)) return false;
-  return r.Check(Predicate::kDtypeMatches, t.dtype == ws->capacity.dtype);
+  return FusedPredicatesHold(WithGroupOfWorkspace(s), call, r);
+}
+bool SizeOnlyNormPredicates(const FusedAgreedState& s, const CallDesc& call, DecisionRecord& r) {
+  return FusedNormPredicatesHold(WithGroupOfWorkspace(s), call, r);
+}
+
+// The capacity as the rank's own autotuner/allocator sees it.
+bool LocalCapacityHolds(const RankLocalState* local, const Workspace& ws, const CallDesc& call,
+                        DecisionRecord& r) {
+  const int64_t view = local != nullptr && local->max_tokens_view >= 0 ? local->max_tokens_view
+                                                                       : ws.capacity.max_tokens;
+  r.workspace_capacity.max_tokens = view;
+  return r.Check(Predicate::kTokensFit, call.tensor.tokens() <= view);
+}
+
+// Every fused predicate input read from the rank's own raw state.
+bool LocalStateHolds(const RankLocalState* local, const Workspace& ws, const CallDesc& call,
+                     DecisionRecord& r) {
+  if (local == nullptr) return true;
+  if (!r.Check(Predicate::kLibraryAvailable,
+               local->library_loaded && local->fused_backend_flag && !local->tracing)) {
+    return false;
+  }
+  if (!r.Check(Predicate::kContiguous, local->contiguous_view)) return false;
+  if (!r.Check(Predicate::kWorkspaceInitialized,
+               local->workspace_initialized_view && local->workspace_allocated)) {
+    return false;
+  }
+  if (!LocalCapacityHolds(local, ws, call, r)) return false;
+  return r.Check(Predicate::kDtypeMatches,
+                 local->dtype_seen == DType::kUnset || local->dtype_seen == call.tensor.dtype);
 }
 
 // --- The mutants. ------------------------------------------------------------
@@ -46,6 +66,7 @@ class SwallowKernelError : public DispatchPolicy {
     absl::Status s = chosen.AllReduce(tensor, record);
     if (s.ok() || b.nccl == nullptr || &chosen == b.nccl) return s;
     record.backend = BackendKind::kNccl;  // the silent fallback
+    record.norm_fused = false;
     return b.nccl->AllReduce(tensor, record);
   }
 };
@@ -53,12 +74,13 @@ class SwallowKernelError : public DispatchPolicy {
 // PR #30700 before review: _MOE_TP and _MOE_EP both tagged, the workspace
 // matched by world size, and the post-experts reduction run as EP then
 // MoE-TP (before SGLang merged them). At tp=4, ep=2 the MoE-TP all-reduce
-// reduces over the EP peers of the EP-bound workspace.
-class BothMoeGroupsTagged : public DispatchPolicy {
+// reduces over the EP peers of the EP-bound workspace. A bug of PR #30700's
+// design, so it derives from that policy (the MoE workspace on MOE_EP).
+class BothMoeGroupsTagged : public Pr30700Policy {
  public:
   std::string_view name() const override { return "both-moe-groups-tagged"; }
   WorkspaceTags TagGroups(const ParallelLayout& layout, bool enabled) const override {
-    WorkspaceTags tags = DispatchPolicy::TagGroups(layout, enabled);
+    WorkspaceTags tags = Pr30700Policy::TagGroups(layout, enabled);
     if (enabled) {
       tags.by_object[static_cast<size_t>(layout.ObjectIndex(GroupRole::kMoeEp))] =
           WorkspaceKind::kMoe;
@@ -69,13 +91,21 @@ class BothMoeGroupsTagged : public DispatchPolicy {
     }
     return tags;
   }
-  PostExpertsPlan PlanPostExperts(const ParallelWidths& w, bool fuse) const override {
-    PostExpertsPlan plan = DispatchPolicy::PlanPostExperts(w, fuse);
-    if (plan.merged) {
+  ExitPlan PlanFfnExit(const ParallelWidths& w, const ExitInputs& in) const override {
+    ExitPlan plan = Pr30700Policy::PlanFfnExit(w, in);
+    if (plan.merged && plan.kind == ExitKind::kCompleteNow) {
       plan.merged = false;
       plan.reductions = {GroupRole::kMoeEp, GroupRole::kMoeTp};
     }
     return plan;
+  }
+  std::vector<GroupRole> PipelineFlushReductions(const ParallelWidths& w,
+                                                 const ExitPlan& exit) const override {
+    std::vector<GroupRole> out = Pr30700Policy::PipelineFlushReductions(w, exit);
+    if (out.size() == 1 && out.front() == GroupRole::kTp && w.MergesPostExperts()) {
+      out = {GroupRole::kMoeEp, GroupRole::kMoeTp};
+    }
+    return out;
   }
 
  protected:
@@ -84,20 +114,21 @@ class BothMoeGroupsTagged : public DispatchPolicy {
   }
 };
 
-// SGLang #32963 / #32012: should_fuse_mlp_allreduce_with_next_layer() without
-// the hybrid gate; the next layer's fused AR + norm reduces over MOE_EP only.
+// SGLang #32963 / #32012: the post-experts sum of a hybrid EP+TP layout
+// deferred into the next layer's fused AR + norm, which reduces over MOE_EP
+// only (half the peers). SGLang 0.5.23 defers only over the TP object and
+// never for a hybrid layout; this mutant drops that safeguard.
 class NoHybridFusionGate : public DispatchPolicy {
  public:
   std::string_view name() const override { return "no-hybrid-fusion-gate"; }
-  bool ShouldFuseMlpAllReduceWithNextLayer(const ParallelWidths& w,
-                                           const FusionGateInputs& in) const override {
-    ParallelWidths pretend = w;
-    pretend.moe_tp = 1;  // the gate never sees the hybrid layout
-    return DispatchPolicy::ShouldFuseMlpAllReduceWithNextLayer(pretend, in);
-  }
-  PostExpertsPlan PlanPostExperts(const ParallelWidths& w, bool fuse) const override {
-    PostExpertsPlan plan = DispatchPolicy::PlanPostExperts(w, fuse);
-    if (fuse && w.moe_ep > 1) plan.fused_group = GroupRole::kMoeEp;
+  ExitPlan PlanFfnExit(const ParallelWidths& w, const ExitInputs& in) const override {
+    ExitPlan plan = DispatchPolicy::PlanFfnExit(w, in);
+    if (!w.IsHybridEpTp() || in.ffn != FfnKind::kMoe || in.terminal || in.tokens <= 0) {
+      return plan;
+    }
+    plan.group = GroupRole::kMoeEp;
+    plan.reductions.clear();
+    plan.kind = w.DpAttention() ? ExitKind::kDeferAllReduceScatter : ExitKind::kDefer;
     return plan;
   }
 };
@@ -113,6 +144,10 @@ class WorkspaceMatchedBySize : public DispatchPolicy {
   bool FusedCanUse(const GroupBackends& b, const CallDesc& call, DecisionRecord& r) const override {
     return SizeOnlyFusedPredicates(b.fused->agreed(), call, r);
   }
+  bool NormFusionCanUse(const GroupBackends&, const FusedAllReduceBackend& backend,
+                        const CallDesc& call, DecisionRecord& r) const override {
+    return SizeOnlyNormPredicates(backend.agreed(), call, r);
+  }
 };
 
 // SGLang #23317 / #36943 (vLLM #39788): capacity read from the rank's own
@@ -124,12 +159,12 @@ class CapacityFromLocalView : public DispatchPolicy {
  protected:
   bool FusedCanUse(const GroupBackends& b, const CallDesc& call, DecisionRecord& r) const override {
     if (!b.fused->CanUse(call, r)) return false;
-    const Workspace& ws = *b.fused->agreed().workspace;
-    const int64_t view = b.local != nullptr && b.local->max_tokens_view >= 0
-                             ? b.local->max_tokens_view
-                             : ws.capacity.max_tokens;
-    r.workspace_capacity.max_tokens = view;
-    return r.Check(Predicate::kTokensFit, call.tensor.tokens() <= view);
+    return LocalCapacityHolds(b.local, *b.fused->agreed().workspace, call, r);
+  }
+  bool NormFusionCanUse(const GroupBackends& b, const FusedAllReduceBackend& backend,
+                        const CallDesc& call, DecisionRecord& r) const override {
+    if (!DispatchPolicy::NormFusionCanUse(b, backend, call, r)) return false;
+    return LocalCapacityHolds(b.local, *backend.agreed().workspace, call, r);
   }
 };
 
@@ -138,13 +173,11 @@ class CapacityFromLocalView : public DispatchPolicy {
 class PipelineFlushEpOnly : public DispatchPolicy {
  public:
   std::string_view name() const override { return "pp-flush-ep-only"; }
-  PostExpertsPlan PlanPipelineFlush(const ParallelWidths& w) const override {
-    PostExpertsPlan plan;
-    if (w.moe_ep > 1)
-      plan.reductions = {GroupRole::kMoeEp};
-    else if (w.moe_tp > 1)
-      plan.reductions = {GroupRole::kMoeTp};
-    return plan;
+  std::vector<GroupRole> PipelineFlushReductions(const ParallelWidths& w,
+                                                 const ExitPlan&) const override {
+    if (w.moe_ep > 1) return {GroupRole::kMoeEp};
+    if (w.moe_tp > 1) return {GroupRole::kMoeTp};
+    return {};
   }
 };
 
@@ -156,12 +189,12 @@ class AllReduceReplicatedOutput : public DispatchPolicy {
   bool ReduceReplicatedOutput(const ParallelWidths& w) const override { return w.attn_tp > 1; }
 };
 
-// SGLang #40399: the EAGLE draft model's projection reduced over the full TP
-// group instead of attention TP, mixing attention-DP groups.
+// SGLang #40399: the EAGLE draft model's projection, declared over attention
+// TP, reduced over the full TP group, mixing attention-DP groups.
 class DraftProjectionOverTp : public DispatchPolicy {
  public:
   std::string_view name() const override { return "draft-projection-over-tp"; }
-  GroupRole DraftProjectionGroup() const override { return GroupRole::kTp; }
+  GroupRole DraftProjectionGroup(GroupRole) const override { return GroupRole::kTp; }
 };
 
 // SGLang before _sync_allreduce_unavailable_across_tp: a rank whose workspace
@@ -204,8 +237,8 @@ class SentinelZeroAndSignbit : public DispatchPolicy {
   }
 };
 
-// fp32 accumulation switched on per rank by an environment override
-// (PR #30700 review: fp32_acc must match the fused path on every rank).
+// The accumulation type taken from each rank's environment (PR #30700
+// review: fp32_acc must match the fused path on every rank).
 class Fp32AccFromRankEnv : public DispatchPolicy {
  public:
   std::string_view name() const override { return "fp32-acc-from-rank-env"; }
@@ -214,7 +247,7 @@ class Fp32AccFromRankEnv : public DispatchPolicy {
   void ConfigureFusedLaunch(const GroupBackends& b, const CallDesc& call,
                             DecisionRecord& r) const override {
     DispatchPolicy::ConfigureFusedLaunch(b, call, r);
-    if (b.local != nullptr && b.local->fp32_acc_env) r.fp32_acc = true;
+    r.fp32_acc = b.local != nullptr && b.local->fp32_acc_env;
   }
 };
 
@@ -224,31 +257,24 @@ class Fp32AccFromRankEnv : public DispatchPolicy {
 class LocalPredicates : public DispatchPolicy {
  public:
   std::string_view name() const override { return "local-predicates"; }
-  int64_t DpPaddedTokens(const std::vector<int64_t>&, int64_t local_count, int attn_dp,
-                         const RankLocalState& local) const override {
-    return (local_count + local.token_count_skew) * attn_dp;
+  DpBatchPlan PlanDpBatch(const DpBatch& gathered, int attn_tp, int my_group,
+                          const RankLocalState& local) const override {
+    // The rank pads to what it believes every group holds: its own count.
+    DpBatch believed = gathered;
+    const int64_t mine = gathered.tokens[static_cast<size_t>(my_group)] + local.token_count_skew;
+    for (int64_t& t : believed.tokens) t = mine;
+    return DispatchPolicy::PlanDpBatch(believed, attn_tp, my_group, local);
   }
 
  protected:
   bool FusedCanUse(const GroupBackends& b, const CallDesc& call, DecisionRecord& r) const override {
     if (!b.fused->CanUse(call, r)) return false;
-    const RankLocalState* local = b.local;
-    if (local == nullptr) return true;
-    if (!r.Check(Predicate::kLibraryAvailable,
-                 local->library_loaded && local->fused_backend_flag && !local->tracing)) {
-      return false;
-    }
-    if (!r.Check(Predicate::kContiguous, local->contiguous_view)) return false;
-    if (!r.Check(Predicate::kWorkspaceInitialized,
-                 local->workspace_initialized_view && local->workspace_allocated)) {
-      return false;
-    }
-    const int64_t capacity = local->max_tokens_view >= 0
-                                 ? local->max_tokens_view
-                                 : b.fused->agreed().workspace->capacity.max_tokens;
-    if (!r.Check(Predicate::kTokensFit, call.tensor.tokens() <= capacity)) return false;
-    return r.Check(Predicate::kDtypeMatches,
-                   local->dtype_seen == DType::kUnset || local->dtype_seen == call.tensor.dtype);
+    return LocalStateHolds(b.local, *b.fused->agreed().workspace, call, r);
+  }
+  bool NormFusionCanUse(const GroupBackends& b, const FusedAllReduceBackend& backend,
+                        const CallDesc& call, DecisionRecord& r) const override {
+    if (!DispatchPolicy::NormFusionCanUse(b, backend, call, r)) return false;
+    return LocalStateHolds(b.local, *backend.agreed().workspace, call, r);
   }
   // A rank that believes it is capturing a graph skips the custom all-reduce.
   bool CustomCanUse(const GroupBackends& b, const CallDesc& call,

@@ -55,12 +55,13 @@ std::vector<Candidate> Candidates(const Scenario& s) {
       p.tp /= 2;
       p.world = 0;
       if (p.ep > p.tp) p.ep = p.tp;
-      if (p.dp > p.tp) p.dp = p.tp;
+      if (p.dp_attention && p.dp > p.tp) p.dp = p.tp;
+      if (p.attn_dp > p.tp) p.attn_dp = p.tp;
       if (p.moe_dp > 1 && p.ep > 1 && p.ep * p.moe_dp != p.tp) p.ep = p.tp / p.moe_dp;
       if (!ValidateParallelConfig(p).ok()) return false;
-      if (!c.workload.dp_tokens.empty() && p.dp_attention) {
-        c.workload.dp_tokens.resize(
-            std::min<size_t>(c.workload.dp_tokens.size(), static_cast<size_t>(p.dp)));
+      if (!c.workload.dp_tokens.empty()) {
+        c.workload.dp_tokens.resize(std::min<size_t>(c.workload.dp_tokens.size(),
+                                                     static_cast<size_t>(p.Resolved().attn_dp)));
       }
       DropFaultsOutside(c, static_cast<int>(p.WorldSize()));
       return true;

@@ -6,6 +6,7 @@
 #include "absl/strings/str_format.h"
 #include "dispatch/workspace.h"
 #include "kernels/protocol/two_shot.h"
+#include "sim/replica/replica_config.h"
 #include "sim/report/layout_report.h"
 #include "sim/simulation.h"
 
@@ -36,20 +37,26 @@ absl::StatusOr<std::string> DescribeHwPlan(const Scenario& input, const std::str
     out << absl::StrFormat("  rank %d -> node %d, GPU %d\n", r, r / per_node, r % per_node);
   }
   out << "\n";
+  absl::StatusOr<ReplicaConfig> config = ResolveReplicaConfig(scenario, *layout, **policy);
+  if (!config.ok()) return config.status();
+  out << absl::StrFormat("fusion backend: %s%s\n", FusionBackendName(config->fusion_backend),
+                         scenario.dispatch.fused_backend == FusionBackendFlag::kUnset
+                             ? " (SGLang's default for this model and platform)"
+                             : "");
   LayoutReportOptions layout_options;
-  layout_options.fused_enabled = scenario.dispatch.fused_backend;
+  layout_options.fused_enabled = config->wiring.workspaces();
   out << FormatLayout(*layout, **policy, layout_options);
   out << "\nNCCL: one communicator per subgroup of every group object, split from the world "
          "communicator (ncclCommSplit), non-blocking, under the watchdog\n";
 
   out << "\nfusion workspaces (three Lamport buffers each, cuMem FABRIC or POSIX-fd handles):\n";
-  if (!scenario.dispatch.fused_backend) {
-    out << "  none (dispatch.fused_backend is off)\n";
+  if (!config->wiring.workspaces()) {
+    out << "  none (no FlashInfer fusion backend with workspaces)\n";
   } else {
     const int64_t elem_bytes = DTypeSize(scenario.dispatch.dtype);
     for (const auto& [kind, role] :
          {std::pair{WorkspaceKind::kAttnTp, GroupRole::kAttnTp},
-          std::pair{WorkspaceKind::kMoe, MoeWorkspaceRole(layout->widths())}}) {
+          std::pair{WorkspaceKind::kMoe, (*policy)->MoeWorkspaceRole(layout->widths())}}) {
       for (GroupId id : layout->Object(role).members) {
         const int size = layout->GroupSize(id);
         if (size <= 1) continue;

@@ -56,7 +56,10 @@ void HwRank::FailWait(const absl::Status& status, const std::string& where) {
 absl::Status HwRank::Setup() {
   // The local part first, then one vote, so that a rank that cannot start
   // never leaves its peers blocked in the collective part.
-  absl::Status local = SetupDevice();
+  absl::StatusOr<ReplicaConfig> resolved = ResolveReplicaConfig(scenario_, layout_, policy_);
+  absl::Status local = resolved.status();
+  if (resolved.ok()) replica_ = *std::move(resolved);
+  if (local.ok()) local = SetupDevice();
   if (local.ok()) local = SetupBuffers();
   int ok = local.ok() ? 1 : 0, all_ok = 0;
   MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD);
@@ -87,11 +90,7 @@ absl::Status HwRank::Setup() {
   }
 
   // The groups, wired as the simulator wires them (sim/replica/group_wiring.h).
-  const WiringConfig wiring_config{
-      scenario_.dispatch.fused_backend,
-      WorkspaceCapacity{scenario_.dispatch.max_tokens, scenario_.model.hidden,
-                        scenario_.dispatch.dtype},
-      scenario_.dispatch.custom_allreduce, scenario_.dispatch.custom_max_bytes};
+  const WiringConfig& wiring_config = replica_.wiring;
   GpuWiringRuntime::Options runtime_options;
   runtime_options.rank = rank_;
   runtime_options.device = device_;
@@ -108,7 +107,7 @@ absl::Status HwRank::Setup() {
   };
   GpuWiringRuntime runtime(layout_, fabric_, std::move(runtime_options), groups_);
   tags_ = ReplicaTags(layout_, policy_, wiring_config, faults_);
-  wiring_.local = InitialLocalState(wiring_config, rank_, faults_);
+  InitialLocalState(wiring_config, rank_, faults_, wiring_);
   absl::Status wired =
       WireRank(wiring_config, layout_, policy_, tags_, rank_, faults_, runtime, wiring_);
   workspaces_ = std::move(runtime.workspaces());
@@ -158,7 +157,7 @@ absl::Status HwRank::SetupBuffers() {
   max_tokens = max_tokens * std::max(1, layout_.widths().attn_dp) + 1;
   max_elems_ = max_tokens * scenario_.model.hidden;
   const size_t bytes = static_cast<size_t>(max_elems_ * DTypeSize(scenario_.dispatch.dtype));
-  for (void** p : {&data_, &residual_, &residual_out_}) {
+  for (void** p : {&data_, &scratch_, &residual_, &residual_out_}) {
     LOCKSTEP_RETURN_IF_CUDA_ERROR(cudaMalloc(p, bytes));
   }
   LOCKSTEP_RETURN_IF_CUDA_ERROR(cudaMemset(residual_, 0, bytes));
@@ -207,10 +206,10 @@ void HwRank::Teardown() {
     world_nccl_ = nullptr;
   }
   workspaces_.clear();
-  for (void* p : {data_, residual_, residual_out_, gamma_}) {
+  for (void* p : {data_, scratch_, residual_, residual_out_, gamma_}) {
     if (p != nullptr) cudaFree(p);
   }
-  data_ = residual_ = residual_out_ = gamma_ = nullptr;
+  data_ = scratch_ = residual_ = residual_out_ = gamma_ = nullptr;
   if (stream_ != nullptr) cudaStreamDestroy(stream_);
   stream_ = nullptr;
 }
@@ -285,7 +284,7 @@ void* HwRank::Input(uint64_t instance, int64_t elems) {
   return data_;
 }
 
-absl::Status HwRank::BeforeExecute(const DecisionRecord& record, CommBackend&) {
+absl::Status HwRank::BeforeExecute(const DecisionRecord& record, CommBackend& chosen) {
   last_decisions_[static_cast<size_t>(object_)] = record;
   GpuGroup& g = groups_[static_cast<size_t>(object_)];
   const uint64_t every = static_cast<uint64_t>(options_.consistency_every);
@@ -297,16 +296,91 @@ absl::Status HwRank::BeforeExecute(const DecisionRecord& record, CommBackend&) {
       return absl::AbortedError("the group's decisions were not consistent");
     }
   }
-  last_fused_norm_ =
-      record.backend == BackendKind::kFused && pattern_ == FusionPattern::kAllReduceResidualRmsNorm;
-  if (last_fused_norm_ && g.fused != nullptr) {
-    g.fused->set_norm_operands({residual_, residual_out_, gamma_, 1e-6f});
+  last_fused_norm_ = record.backend == BackendKind::kFused && record.norm_fused;
+  if (last_fused_norm_) {
+    // The fused backend the decision chose: the tagged one, or the one on
+    // the workspace the call named.
+    if (auto* fused = dynamic_cast<cuda::GpuFusedBackend*>(&chosen)) {
+      fused->set_norm_operands({residual_, residual_out_, gamma_, 1e-6f});
+    }
   }
   return absl::OkStatus();
 }
 
+void* HwRank::InputRows(uint64_t instance, int64_t rows, int64_t hidden, int64_t first, int64_t n) {
+  // Zeros, then this rank's contribution on rows [first, first + n).
+  const int64_t esize = DTypeSize(scenario_.dispatch.dtype);
+  const int64_t elems = std::min(rows * hidden, max_elems_);
+  absl::Status s = cuda::CudaStatus(cudaSetDevice(device_), "cudaSetDevice");
+  if (s.ok()) {
+    s = cuda::CudaStatus(cudaMemsetAsync(data_, 0, static_cast<size_t>(elems * esize), stream_),
+                         "cudaMemsetAsync (gather buffer)");
+  }
+  const int64_t begin = std::min(first * hidden, elems);
+  const int64_t count = std::min(n * hidden, elems - begin);
+  if (s.ok() && count > 0) {
+    s = cuda::CudaStatus(
+        cudaMemcpyAsync(static_cast<char*>(data_) + begin * esize,
+                        patterns_[instance & 1u].data() + begin * esize,
+                        static_cast<size_t>(count * esize), cudaMemcpyHostToDevice, stream_),
+        "cudaMemcpyAsync (gather rows)");
+  }
+  if (s.ok()) s = cuda::CudaStatus(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
+  if (!s.ok()) {
+    Fail(Verdict::kFailStop, Detector::kBackendRaised,
+         absl::StrFormat("rank %d: %s", rank_, s.message()), {{"rank", rank_}});
+  }
+  return data_;
+}
+
+void* HwRank::Rows(void* const& data, int64_t first, int64_t, int64_t hidden) const {
+  return static_cast<char*>(data) + first * hidden * DTypeSize(scenario_.dispatch.dtype);
+}
+
+bool HwRank::Collective(const SiteRef& site, RowCollective op, GroupRole role,
+                        const std::vector<int64_t>& rows, int64_t hidden, void*& data) {
+  if (Stopped()) return false;
+  GpuGroup& g = groups_[static_cast<size_t>(layout_.ObjectIndex(role))];
+  if (g.nccl_backend == nullptr) return true;  // a group of one rank
+  std::vector<int64_t> counts;
+  int64_t total = 0;
+  for (int64_t r : rows) {
+    counts.push_back(r * hidden);
+    total += r * hidden;
+  }
+  if (total > max_elems_) {
+    Fail(Verdict::kFailStop, Detector::kRunnerCapacity,
+         absl::StrFormat("rank %d: %d elements exceed the runner's buffers", rank_, total),
+         {{"rank", rank_}});
+    return false;
+  }
+  const int member = layout_.RankInGroup(layout_.GroupOf(role, rank_), rank_);
+  const DType dtype = scenario_.dispatch.dtype;
+  absl::Status s = op == RowCollective::kReduceScatter
+                       ? g.nccl_backend->ReduceScatter(data, scratch_, counts, member, dtype)
+                       : g.nccl_backend->AllGather(data, scratch_, counts, member, dtype);
+  if (s.ok()) {
+    const int64_t out =
+        op == RowCollective::kReduceScatter ? counts[static_cast<size_t>(member)] : total;
+    s = cuda::CudaStatus(cudaMemcpy(data_, scratch_, static_cast<size_t>(out * DTypeSize(dtype)),
+                                    cudaMemcpyDeviceToDevice),
+                         "cudaMemcpy (collective output)");
+  }
+  if (!s.ok()) {
+    Fail(Verdict::kFailStop,
+         s.code() == absl::StatusCode::kDeadlineExceeded ? Detector::kBoundedWait
+                                                         : Detector::kBackendRaised,
+         absl::StrFormat("rank %d at %s: %s", rank_, site.ToString(), s.message()),
+         {{"rank", rank_}, {"site", site.ToString()}, {"error", s.ToString()}},
+         s.code() == absl::StatusCode::kDeadlineExceeded);
+    return false;
+  }
+  data = data_;
+  return true;
+}
+
 bool HwRank::Reduce(const SiteRef& site, GroupRole role, const TensorDesc& desc, void*& data,
-                    FusionPattern pattern) {
+                    const CallContext& context) {
   if (Stopped()) return false;
   last_fused_norm_ = false;
   if (faults_ != nullptr && faults_->KillsRank(rank_, NextCall())) {
@@ -323,11 +397,10 @@ bool HwRank::Reduce(const SiteRef& site, GroupRole role, const TensorDesc& desc,
   }
   object_ = layout_.ObjectIndex(role);
   site_ = site;
-  pattern_ = pattern;
   hook_stopped_ = false;
   Tensor tensor{desc, data};
   std::optional<CallOutcome> outcome = DispatchAllReduce(
-      wiring_.coordinator(object_), tensor, pattern, rank_, site, object_, layout_, [this] {
+      wiring_.coordinator(object_), tensor, context, rank_, site, object_, layout_, [this] {
         return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start_).count();
       });
   if (!outcome) return true;        // a group of one rank

@@ -20,6 +20,7 @@
 #include "hw/gpu_wiring.h"
 #include "hw/hw_runner.h"
 #include "sim/replica/group_wiring.h"
+#include "sim/replica/replica_config.h"
 #include "sim/replica/replica_faults.h"
 #include "sim/replica/site.h"
 #include "sim/replica/trace.h"
@@ -61,14 +62,19 @@ class HwRank : private CallHook {
   void EndStep() {}
   int64_t TokenSkew() const { return 0; }
   const DispatchPolicy& Policy() const { return policy_; }
+  const ReplicaConfig& Config() const { return replica_; }
   const RankLocalState& Local() const { return wiring_.local; }
   void Compute(int64_t, int) {}
   std::optional<std::vector<int64_t>> AllGatherTokens(int64_t mine);
   bool RecvActivation(int from, int64_t elems);
   void SendActivation(int to, int64_t elems);
   void* Input(uint64_t instance, int64_t elems);
+  void* InputRows(uint64_t instance, int64_t rows, int64_t hidden, int64_t first, int64_t n);
+  void* Rows(void* const& data, int64_t first, int64_t n, int64_t hidden) const;
+  bool Collective(const SiteRef& site, RowCollective op, GroupRole role,
+                  const std::vector<int64_t>& rows, int64_t hidden, void*& data);
   bool Reduce(const SiteRef& site, GroupRole role, const TensorDesc& desc, void*& data,
-              FusionPattern pattern);
+              const CallContext& context);
   bool Check(const SiteRef& site, uint64_t instance, const ExpectedRanks& expected,
              void* const& data);
 
@@ -98,6 +104,7 @@ class HwRank : private CallHook {
   uint64_t kernel_wait_ns_ = 0;
   uint64_t watchdog_ns_ = 0;
   std::vector<FabricInfo> fabric_;
+  ReplicaConfig replica_;
   WorkspaceTags tags_;
   RankWiring wiring_;
   std::vector<GpuGroup> groups_;  // by group object
@@ -107,6 +114,7 @@ class HwRank : private CallHook {
   cudaStream_t stream_ = nullptr;
   int64_t max_elems_ = 0;
   void* data_ = nullptr;      // the call's tensor
+  void* scratch_ = nullptr;   // a collective's output, copied back into data_
   void* residual_ = nullptr;  // zeros: residual_out = the all-reduce, exactly
   void* residual_out_ = nullptr;
   void* gamma_ = nullptr;
@@ -119,7 +127,6 @@ class HwRank : private CallHook {
                      static_cast<int64_t>(calls_made_ - step_first_call_)};
   }
   // The call in flight (for the call hook).
-  FusionPattern pattern_ = FusionPattern::kAllReduce;
   SiteRef site_;
   int object_ = 0;
   bool hook_stopped_ = false;     // the hook stopped the call (consistency)

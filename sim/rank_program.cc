@@ -37,6 +37,7 @@ class SimHost {
   void EndStep() { ctx_.scheduler.Yield(); }
   int64_t TokenSkew() const { return run_.token_skew[static_cast<size_t>(rank_)]; }
   const DispatchPolicy& Policy() const { return run_.policy; }
+  const ReplicaConfig& Config() const { return run_.replica; }
   const RankLocalState& Local() const { return rt_.wiring.local; }
 
   std::optional<std::vector<int64_t>> AllGatherTokens(int64_t mine) {
@@ -81,15 +82,47 @@ class SimHost {
     return MakeInput(ctx_, rank_, instance, elems, flags);
   }
 
+  SimTensor InputRows(uint64_t instance, int64_t rows, int64_t hidden, int64_t first, int64_t n) {
+    return MakeInputRange(ctx_, rank_, instance, rows * hidden, first * hidden, n * hidden);
+  }
+
+  SimTensor Rows(const SimTensor& data, int64_t first, int64_t n, int64_t hidden) const {
+    return SliceElements(data, first * hidden, n * hidden);
+  }
+
+  bool Collective(const SiteRef&, RowCollective op, GroupRole role,
+                  const std::vector<int64_t>& rows, int64_t hidden, SimTensor& data) {
+    ctx_.scheduler.Yield();  // a communicator call is a scheduling point
+    if (ctx_.stopped()) return false;
+    const int object = ctx_.layout.ObjectIndex(role);
+    const auto* nccl = static_cast<const SimNcclBackend*>(
+        rt_.wiring.groups[static_cast<size_t>(object)].nccl.get());
+    if (nccl == nullptr) return !ctx_.stopped();  // a group of one rank: nothing to do
+    SimComm* comm = nccl->comm();
+    std::vector<int64_t> counts;
+    for (int64_t r : rows) counts.push_back(r * hidden);
+    const SimTensor in = std::move(data);
+    data = SimTensor{};
+    // Not a dispatched all-reduce: it goes straight to NCCL and is not on
+    // the trace (which records the dispatch core's calls).
+    if (op == RowCollective::kReduceScatter) {
+      comm->ReduceScatter(comm->MemberOf(rank_), ctx_.scenario.dispatch.dtype, in, counts, data);
+    } else {
+      comm->AllGatherRows(comm->MemberOf(rank_), ctx_.scenario.dispatch.dtype, in, counts, data);
+    }
+    return !ctx_.stopped();
+  }
+
   bool Check(const SiteRef& site, uint64_t instance, const ExpectedRanks& expected,
              const SimTensor& data) {
-    return run_.checker.Check(
-        ctx_, ReductionCheck{rank_, site, instance, expected.ranks, expected.key, data.elems},
-        data);
+    return run_.checker.Check(ctx_,
+                              ReductionCheck{rank_, site, instance, expected.ranks, expected.key,
+                                             data.elems, data.origin},
+                              data);
   }
 
   bool Reduce(const SiteRef& site, GroupRole role, const TensorDesc& desc, SimTensor& data,
-              FusionPattern pattern) {
+              const CallContext& context) {
     ctx_.scheduler.Yield();  // a communicator call is a scheduling point
     if (ctx_.stopped()) return false;
     if (ctx_.faults != nullptr && ctx_.faults->KillsRank(rank_, rt_.NextCall())) {
@@ -102,7 +135,7 @@ class SimHost {
     rt_.current_object = object;
     rt_.current_site = site;
     std::optional<CallOutcome> outcome =
-        DispatchAllReduce(rt_.wiring.coordinator(object), tensor, pattern, rank_, site, object,
+        DispatchAllReduce(rt_.wiring.coordinator(object), tensor, context, rank_, site, object,
                           ctx_.layout, [this] { return ctx_.Clock(rank_); });
     if (!outcome) return !ctx_.stopped();
     ctx_.trace.Add(outcome->event);

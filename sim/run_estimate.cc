@@ -7,6 +7,7 @@
 #include "absl/strings/str_join.h"
 #include "dispatch/dtype.h"
 #include "dispatch/fused_launch.h"
+#include "dispatch/layer_boundary.h"
 #include "dispatch/workspace.h"
 #include "sim/replica/call_count.h"
 #include "sim/runtime/fiber.h"
@@ -38,9 +39,14 @@ uint64_t Add(uint64_t a, uint64_t b) {
   return __builtin_add_overflow(a, b, &out) ? ~uint64_t{0} : out;
 }
 
+// Whether any policy builds a custom all-reduce on `object` (an upper bound:
+// SGLang 0.5.23's objects and PR #30700's).
 bool HasCustomAllReduce(const GroupObject& object) {
   for (GroupRole r : object.roles) {
-    if (r == GroupRole::kTp || r == GroupRole::kAttnTp || r == GroupRole::kMoeTp) return true;
+    if (r == GroupRole::kTp || r == GroupRole::kAttnTp || r == GroupRole::kMoeTp ||
+        r == GroupRole::kAttnCp || r == GroupRole::kMoeDp) {
+      return true;
+    }
   }
   return false;
 }
@@ -111,22 +117,25 @@ MemoryEstimate EstimateRunMemory(const Scenario& s, const ParallelLayout& layout
   // pair of members (each member's buffers receive every peer's pushes).
   uint64_t fused = 0, custom = 0, comms = 0;
   int largest_fused = 0, largest_custom = 0;
-  const GroupRole moe_role = MoeWorkspaceRole(w);
+  // The MoE workspace's group under either policy (an upper bound).
+  const GroupRole moe_role = PostExpertsReductionRole(w);
+  const GroupRole moe_tag_role = MoeTagRole(w);
   const uint64_t tokens = MaxTokensPerCall(s, w);
   for (const GroupObject& object : objects) {
     const bool attn_ws = std::find(object.roles.begin(), object.roles.end(), GroupRole::kAttnTp) !=
                          object.roles.end();
     const bool moe_ws =
-        std::find(object.roles.begin(), object.roles.end(), moe_role) != object.roles.end();
+        std::find(object.roles.begin(), object.roles.end(), moe_role) != object.roles.end() ||
+        std::find(object.roles.begin(), object.roles.end(), moe_tag_role) != object.roles.end();
     // A workspace may be bound to another equal-size group by a fault: the
     // object's own sizes are the sizes either way.
     // A dense model never pushes into its MoE workspace: only its hop table
     // (8 bytes a pair) is there.
+    // Unset: SGLang's auto-enable may turn it on (an upper bound).
+    const bool fusion_on = s.dispatch.fused_backend != FusionBackendFlag::kNone;
     const uint64_t workspaces =
-        s.dispatch.fused_backend
-            ? uint64_t{attn_ws ? 1u : 0u} + uint64_t{moe_ws && s.model.moe ? 1u : 0u}
-            : 0;
-    const uint64_t idle_workspaces = s.dispatch.fused_backend && moe_ws && !s.model.moe ? 1u : 0u;
+        fusion_on ? uint64_t{attn_ws ? 1u : 0u} + uint64_t{moe_ws && s.model.moe ? 1u : 0u} : 0;
+    const uint64_t idle_workspaces = fusion_on && moe_ws && !s.model.moe ? 1u : 0u;
     const bool has_custom = s.dispatch.custom_allreduce && HasCustomAllReduce(object);
     for (GroupId id : object.members) {
       const int n = layout.GroupSize(id);

@@ -15,6 +15,7 @@
 #include "sim/memory/nccl_comm.h"
 #include "sim/memory/workspace_memory.h"
 #include "sim/replica/group_wiring.h"
+#include "sim/replica/replica_config.h"
 #include "sim/replica/site.h"
 #include "sim/runtime/context.h"
 #include "sim/sim_backends.h"
@@ -72,6 +73,7 @@ class SimRun {
   SimContext ctx;
   const DispatchPolicy& policy;
   const SimOptions& options;
+  ReplicaConfig replica;  // the serving configuration, resolved (Setup)
   WorkspaceTags tags;
   std::vector<RankRuntime> ranks;
   // The simulated resources the ranks' backends share, one per group instance

@@ -61,7 +61,7 @@ class SimWiringRuntime final : public WiringRuntime {
   absl::StatusOr<std::vector<VoteBallot>> GatherBallots(GroupId group, const VoteBallot&) override {
     std::vector<VoteBallot> ballots;
     for (int peer : run_.ctx.layout.Peers(group)) {
-      ballots.push_back(BallotOf(run_.ranks[static_cast<size_t>(peer)].wiring.local));
+      ballots.push_back(run_.ranks[static_cast<size_t>(peer)].wiring.ballot);
     }
     return ballots;
   }
@@ -149,22 +149,32 @@ absl::Status SimRun::Setup() {
   const Scenario& s = ctx.scenario;
   const int world = layout.world_size();
   SimFaultPlan* plan = ctx.faults;
-  const WiringConfig config{
-      s.dispatch.fused_backend,
-      WorkspaceCapacity{s.dispatch.max_tokens, s.model.hidden, s.dispatch.dtype},
-      s.dispatch.custom_allreduce, s.dispatch.custom_max_bytes};
+  absl::StatusOr<ReplicaConfig> resolved = ResolveReplicaConfig(s, layout, policy);
+  if (!resolved.ok()) return resolved.status();
+  replica = *std::move(resolved);
+  const WiringConfig& config = replica.wiring;
   tags = ReplicaTags(layout, policy, config, plan);
   // Every rank's raw local state exists before anything is agreed.
   for (int r = 0; r < world; ++r) {
-    ranks[static_cast<size_t>(r)].wiring.local = InitialLocalState(config, r, plan);
+    InitialLocalState(config, r, plan, ranks[static_cast<size_t>(r)].wiring);
   }
+  // The votes read every member's state at once, so every rank's workspaces
+  // are wired before any rank's groups (the TP vote reads their outcome).
   absl::flat_hash_map<std::pair<uint32_t, uint32_t>, int32_t> workspace_index;
   absl::flat_hash_map<std::pair<int, uint32_t>, int32_t> comm_index, custom_index;
   for (int r = 0; r < world; ++r) {
     RankRuntime& rt = ranks[static_cast<size_t>(r)];
     rt.keep_decisions = options.keep_decisions;
     SimWiringRuntime runtime(*this, r, workspace_index, comm_index, custom_index);
-    if (absl::Status st = WireRank(config, layout, policy, tags, r, plan, runtime, rt.wiring);
+    if (absl::Status st = WireWorkspaces(config, layout, policy, r, plan, runtime, rt.wiring);
+        !st.ok()) {
+      return st;
+    }
+  }
+  for (int r = 0; r < world; ++r) {
+    SimWiringRuntime runtime(*this, r, workspace_index, comm_index, custom_index);
+    if (absl::Status st = WireGroups(config, layout, policy, tags, r, runtime,
+                                     ranks[static_cast<size_t>(r)].wiring);
         !st.ok()) {
       return st;
     }
@@ -220,6 +230,12 @@ absl::StatusOr<SimResult> Simulate(const Scenario& scenario, const SimOptions& o
     run.Execute();
     SimResult result = run.Analyze();
     if (run.ctx.needs_exact_rerun) result.exact_rerun = true;
+    if (run.replica.fusion_backend == FusionBackend::kCutedsl) {
+      result.unmodelled.push_back(
+          "the fused AR + norm runs on FlashInfer's cutedsl backend, which lockstep does not "
+          "implement: its decisions are SGLang 0.5.23's, its calls run lockstep's Lamport "
+          "kernel protocol");
+    }
     return result;
   };
   absl::StatusOr<SimResult> result = run_once(options);

@@ -64,6 +64,9 @@ struct SimResult {
   uint64_t schedule_steps = 0;
   int64_t virtual_ns = 0;    // latest rank clock
   bool exact_rerun = false;  // the verdict's details come from an exact-provenance rerun
+  // Where SGLang 0.5.23 sends calls to a backend lockstep does not implement,
+  // and what lockstep ran in its place (docs/FIDELITY.md); empty: none.
+  std::vector<std::string> unmodelled;
   std::vector<TraceEvent> trace_events;
   std::string wait_for_dot;  // Graphviz DOT of the wait-for graph (hangs only)
 };

@@ -1,5 +1,6 @@
 #include "kernels/cuda/gpu_backends.h"
 
+#include <algorithm>
 #include <chrono>
 #include <thread>
 
@@ -77,7 +78,7 @@ absl::StatusOr<LamportLaunch> GpuFusedBackend::MakeLaunch(const Tensor& tensor,
   r = workspace_->RankParams();
   r.input = tensor.data;
   r.output = tensor.data;
-  if (record.call.context.pattern == FusionPattern::kAllReduceResidualRmsNorm) {
+  if (record.norm_fused) {
     if (norm_.residual == nullptr || norm_.residual_out == nullptr || norm_.gamma == nullptr) {
       return absl::FailedPreconditionError(
           "a kAllReduceResidualRmsNorm call needs set_norm_operands() first");
@@ -140,10 +141,14 @@ absl::Status GpuNcclBackend::AllReduce(Tensor& tensor, const DecisionRecord& rec
 }
 
 absl::Status GpuNcclBackend::Wait(const DecisionRecord& record) {
+  return WaitFor("all-reduce", record.seq);
+}
+
+absl::Status GpuNcclBackend::WaitFor(const std::string& what, uint64_t seq) {
   if (watchdog_ns_ == 0) {
     if (cudaError_t e = cudaStreamSynchronize(stream_); e != cudaSuccess) {
       return absl::InternalError(
-          absl::StrFormat("NCCL all-reduce on %s: %s", name_, CudaErrorText(e)));
+          absl::StrFormat("NCCL %s on %s: %s", what, name_, CudaErrorText(e)));
     }
     return absl::OkStatus();
   }
@@ -155,14 +160,14 @@ absl::Status GpuNcclBackend::Wait(const DecisionRecord& record) {
     ncclCommGetAsyncError(comm_, &async);
     if (async != ncclSuccess && async != ncclInProgress) {
       return absl::InternalError(
-          absl::StrFormat("NCCL all-reduce on %s: %s", name_, ncclGetErrorString(async)));
+          absl::StrFormat("NCCL %s on %s: %s", what, name_, ncclGetErrorString(async)));
     }
     if (async == ncclSuccess) {
       const cudaError_t q = cudaStreamQuery(stream_);
       if (q == cudaSuccess) return absl::OkStatus();
       if (q != cudaErrorNotReady) {
         return absl::InternalError(
-            absl::StrFormat("NCCL all-reduce on %s: %s", name_, CudaErrorText(q)));
+            absl::StrFormat("NCCL %s on %s: %s", what, name_, CudaErrorText(q)));
       }
     }
     const auto waited = std::chrono::steady_clock::now() - start;
@@ -171,12 +176,96 @@ absl::Status GpuNcclBackend::Wait(const DecisionRecord& record) {
       ncclCommAbort(comm_);
       aborted_ = true;
       return absl::DeadlineExceededError(absl::StrFormat(
-          "NCCL all-reduce on %s (call %d of the group) did not complete within %.3f s; the "
+          "NCCL %s on %s (call %d of the group) did not complete within %.3f s; the "
           "watchdog aborted the communicator (a peer never joined the call)",
-          name_, record.seq, static_cast<double>(watchdog_ns_) / 1e9));
+          what, name_, seq, static_cast<double>(watchdog_ns_) / 1e9));
     }
     std::this_thread::sleep_for(std::chrono::microseconds(20));
   }
+}
+
+namespace {
+
+absl::StatusOr<ncclDataType_t> NcclType(DType dtype) {
+  switch (dtype) {
+    case DType::kBf16:
+      return ncclBfloat16;
+    case DType::kFp16:
+      return ncclFloat16;
+    case DType::kFp32:
+      return ncclFloat32;
+    case DType::kUnset:
+      break;
+  }
+  return absl::InvalidArgumentError("the tensor has no element type (DType::kUnset)");
+}
+
+}  // namespace
+
+absl::Status GpuNcclBackend::ReduceScatter(const void* in, void* out,
+                                           std::span<const int64_t> counts, int member,
+                                           DType dtype) {
+  absl::StatusOr<ncclDataType_t> type = NcclType(dtype);
+  if (!type.ok()) return type.status();
+  const int64_t esize = DTypeSize(dtype);
+  const bool equal =
+      std::all_of(counts.begin(), counts.end(), [&](int64_t c) { return c == counts.front(); });
+  ncclResult_t r = ncclSuccess;
+  if (equal) {
+    r = ncclReduceScatter(in, out, static_cast<size_t>(counts.front()), *type, ncclSum, comm_,
+                          stream_);
+  } else {
+    ncclGroupStart();
+    int64_t offset = 0;
+    for (size_t m = 0; m < counts.size(); ++m) {
+      const auto* send = static_cast<const char*>(in) + offset * esize;
+      if (ncclResult_t rr = ncclReduce(send, static_cast<int>(m) == member ? out : nullptr,
+                                       static_cast<size_t>(counts[m]), *type, ncclSum,
+                                       static_cast<int>(m), comm_, stream_);
+          rr != ncclSuccess && rr != ncclInProgress) {
+        r = rr;
+      }
+      offset += counts[m];
+    }
+    if (ncclResult_t rr = ncclGroupEnd(); rr != ncclSuccess && rr != ncclInProgress) r = rr;
+  }
+  if (r != ncclSuccess && r != ncclInProgress) {
+    return absl::InternalError(
+        absl::StrFormat("ncclReduceScatter on %s: %s", name_, ncclGetErrorString(r)));
+  }
+  return WaitFor("reduce-scatter", ~uint64_t{0});
+}
+
+absl::Status GpuNcclBackend::AllGather(const void* in, void* out, std::span<const int64_t> counts,
+                                       int member, DType dtype) {
+  absl::StatusOr<ncclDataType_t> type = NcclType(dtype);
+  if (!type.ok()) return type.status();
+  const int64_t esize = DTypeSize(dtype);
+  const bool equal =
+      std::all_of(counts.begin(), counts.end(), [&](int64_t c) { return c == counts.front(); });
+  ncclResult_t r = ncclSuccess;
+  if (equal) {
+    r = ncclAllGather(in, out, static_cast<size_t>(counts.front()), *type, comm_, stream_);
+  } else {
+    ncclGroupStart();
+    int64_t offset = 0;
+    for (size_t m = 0; m < counts.size(); ++m) {
+      auto* recv = static_cast<char*>(out) + offset * esize;
+      if (ncclResult_t rr = ncclBroadcast(static_cast<int>(m) == member ? in : recv, recv,
+                                          static_cast<size_t>(counts[m]), *type,
+                                          static_cast<int>(m), comm_, stream_);
+          rr != ncclSuccess && rr != ncclInProgress) {
+        r = rr;
+      }
+      offset += counts[m];
+    }
+    if (ncclResult_t rr = ncclGroupEnd(); rr != ncclSuccess && rr != ncclInProgress) r = rr;
+  }
+  if (r != ncclSuccess && r != ncclInProgress) {
+    return absl::InternalError(
+        absl::StrFormat("ncclAllGather on %s: %s", name_, ncclGetErrorString(r)));
+  }
+  return WaitFor("all-gather", ~uint64_t{0});
 }
 
 }  // namespace lockstep::cuda

@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <span>
 #include <string>
 
 #include "absl/status/status.h"
@@ -90,12 +91,26 @@ class GpuNcclBackend final : public NcclBackend {
   // Whether the watchdog aborted (and so freed) the communicator: its owner
   // must neither destroy nor abort it again.
   bool aborted() const { return aborted_; }
+
+  // Collectives outside the all-reduce chain (attention DP's gather and
+  // return), under the same watchdog, with `counts[m]` elements for member m:
+  // a reduce-scatter(v) (member `member` receives its share of the sum of
+  // every member's `in`, into `out`), or an all-gather(v) (`out` receives
+  // every member's `in`, concatenated). Equal counts use ncclReduceScatter /
+  // ncclAllGather; unequal ones a group of ncclReduce / ncclBroadcast calls,
+  // as SGLang's pynccl does.
+  absl::Status ReduceScatter(const void* in, void* out, std::span<const int64_t> counts, int member,
+                             DType dtype);
+  absl::Status AllGather(const void* in, void* out, std::span<const int64_t> counts, int member,
+                         DType dtype);
   void set_before_call(BeforeCallHook hook) { before_call_ = std::move(hook); }
   // The group's name in messages ("attn_tp [0,1]").
   void set_name(std::string name) { name_ = std::move(name); }
 
  private:
   absl::Status Wait(const DecisionRecord& record);
+  // Waits for the stream's last call, named `what` in a timeout's message.
+  absl::Status WaitFor(const std::string& what, uint64_t seq);
 
   ncclComm_t comm_;
   cudaStream_t stream_;

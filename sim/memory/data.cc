@@ -69,23 +69,93 @@ SimTensor MakeInput(SimContext& ctx, int rank, uint64_t instance, int64_t elems,
   return t;
 }
 
+SimTensor MakeInputRange(SimContext& ctx, int rank, uint64_t instance, int64_t elems, int64_t first,
+                         int64_t n) {
+  // The whole input, then zeros (no contribution, no array) outside the
+  // range: element e still holds the contribution's element e, as the checks
+  // regenerate it.
+  SimTensor t = MakeInput(ctx, rank, instance, elems, 0);
+  const int64_t begin = std::clamp<int64_t>(first, 0, elems);
+  const int64_t end = std::clamp<int64_t>(first + n, begin, elems);
+  if (begin > 0) t.runs.Write(Run{0, begin, SimValue{}, 0, ctx.Clock(rank), rank});
+  if (end < elems) t.runs.Write(Run{end, elems, SimValue{}, end, ctx.Clock(rank), rank});
+  return t;
+}
+
+SimTensor SliceElements(const SimTensor& tensor, int64_t first, int64_t n) {
+  SimTensor out;
+  out.elems = n;
+  out.origin = tensor.origin + first;
+  for (const Run& run : tensor.runs.runs()) {
+    const int64_t begin = std::max(run.begin, first);
+    const int64_t end = std::min(run.end, first + n);
+    if (begin >= end) continue;
+    Run cut = run;
+    cut.begin = begin - first;
+    cut.end = end - first;
+    cut.src = run.src + (begin - run.begin) - first;
+    cut.value.numeric_base -= first;
+    out.runs.Write(cut);
+  }
+  return out;
+}
+
+SimChunk Rebased(SimChunk chunk, int64_t shift) {
+  for (Piece& p : chunk.pieces) {
+    p.src -= shift;
+    p.value.numeric_base -= shift;
+  }
+  return chunk;
+}
+
+namespace {
+
+// Cuts the segment containing `at` in two there (no-op at a boundary).
+void SplitAt(Accumulator& acc, int64_t at) {
+  for (size_t i = 0; i < acc.segments.size(); ++i) {
+    Accumulator::Segment& seg = acc.segments[i];
+    if (seg.begin < at && at < seg.end) {
+      Accumulator::Segment tail = seg;
+      tail.begin = at;
+      seg.end = at;
+      acc.segments.insert(acc.segments.begin() + static_cast<std::ptrdiff_t>(i) + 1, tail);
+      return;
+    }
+  }
+}
+
+}  // namespace
+
 void AccumulatorAdd(SimContext& ctx, Accumulator& acc, const SimChunk& chunk) {
   const bool first = acc.empty;
   if (first) {
     acc.empty = false;
     acc.len = chunk.len;
     acc.src = chunk.pieces.empty() ? 0 : chunk.pieces.front().src;
+    acc.segments.assign(1, Accumulator::Segment{0, chunk.len, SimValue{}});
     if (ctx.numeric_mode) acc.values.assign(static_cast<size_t>(chunk.len), 0.0f);
+  }
+  if (chunk.pieces.size() > 1) {
+    int64_t at = 0;
+    for (const Piece& p : chunk.pieces) {
+      SplitAt(acc, at);
+      at += p.len;
+    }
+    SplitAt(acc, at);
   }
   int64_t offset = 0;
   for (const Piece& p : chunk.pieces) {
     const SimValue& v = p.value;
-    acc.sum.key_sum += v.key_sum;
-    acc.sum.count += v.count;
-    if (ctx.exact) acc.sum.exact = ctx.sets.Merge(acc.sum.exact, v.exact);
-    acc.sum.bits =
-        StableHasher::Mix(acc.sum.bits * 0x9e3779b97f4a7c15ull + v.bits + (acc.fp32 ? 1u : 0u));
-    if ((v.flags & kShifted) != 0 || p.src != acc.src + offset) acc.sum.flags |= kShifted;
+    const bool shifted = (v.flags & kShifted) != 0 || p.src != acc.src + offset;
+    for (Accumulator::Segment& seg : acc.segments) {
+      if (seg.end <= offset || seg.begin >= offset + p.len) continue;
+      seg.sum.key_sum += v.key_sum;
+      seg.sum.count += v.count;
+      if (ctx.exact) seg.sum.exact = ctx.sets.Merge(seg.sum.exact, v.exact);
+      seg.sum.bits =
+          StableHasher::Mix(seg.sum.bits * 0x9e3779b97f4a7c15ull + v.bits + (acc.fp32 ? 1u : 0u));
+      if (shifted) seg.sum.flags |= kShifted;
+    }
     if (ctx.numeric_mode && v.numeric != nullptr) {
       const std::vector<uint32_t>& bits = *v.numeric;
       for (int64_t k = 0; k < p.len; ++k) {
@@ -98,21 +168,31 @@ void AccumulatorAdd(SimContext& ctx, Accumulator& acc, const SimChunk& chunk) {
     }
     offset += p.len;
   }
-  if (offset != chunk.len) acc.sum.flags |= kShifted;  // a gap in the chunk
+  if (offset != chunk.len) {
+    for (Accumulator::Segment& seg : acc.segments) seg.sum.flags |= kShifted;  // a gap
+  }
 }
 
 SimChunk AccumulatorFinish(SimContext& ctx, const Accumulator& acc) {
   SimChunk out;
-  SimValue v = acc.sum;
-  v.flags &= kShifted;
+  NumericArray numeric;
+  uint8_t numeric_flags = 0;
   if (ctx.numeric_mode) {
     std::vector<uint32_t> bits(acc.values.size());
     for (size_t i = 0; i < bits.size(); ++i) bits[i] = proto::FromFloat(acc.values[i], ctx.elem);
-    v.flags |= ScanFlags(bits, ctx.elem);
-    v.numeric = ctx.numeric.Add(std::move(bits));
-    v.numeric_base = acc.src;
+    numeric_flags = ScanFlags(bits, ctx.elem);
+    numeric = ctx.numeric.Add(std::move(bits));
   }
-  out.pieces.push_back(Piece{v, acc.src, acc.len});
+  for (const Accumulator::Segment& seg : acc.segments) {
+    SimValue v = seg.sum;
+    v.flags &= kShifted;
+    if (ctx.numeric_mode) {
+      v.flags |= numeric_flags;
+      v.numeric = numeric;
+      v.numeric_base = acc.src;
+    }
+    out.pieces.push_back(Piece{v, acc.src + seg.begin, seg.end - seg.begin});
+  }
   out.len = acc.len;
   return out;
 }
@@ -293,9 +373,12 @@ bool ReductionChecker::Check(SimContext& ctx, const ReductionCheck& c, const Sim
     for (int r : c.expected) {
       const auto injected = ctx.injected_input_flags.find({r, c.instance});
       const uint8_t flags = injected == ctx.injected_input_flags.end() ? 0 : injected->second;
-      std::vector<uint32_t> in = NumericInput(ctx, r, c.instance, c.elems, flags);
-      for (size_t i = 0; i < in.size(); ++i) {
-        const double x = static_cast<double>(protocol::ToFloat(in[i], ctx.elem));
+      // The contribution's elements [origin, origin + elems): a slice of a
+      // larger input when the checked tensor is (a reduce-scatter's rows).
+      std::vector<uint32_t> in = NumericInput(ctx, r, c.instance, c.origin + c.elems, flags);
+      for (size_t i = 0; i < ref.size(); ++i) {
+        const double x =
+            static_cast<double>(protocol::ToFloat(in[static_cast<size_t>(c.origin) + i], ctx.elem));
         ref[i] += x;
         mag[i] += std::fabs(x);
       }
@@ -330,16 +413,17 @@ bool ReductionChecker::Check(SimContext& ctx, const ReductionCheck& c, const Sim
   }
 
   const uint64_t digest = OutputDigest(ctx, tensor);
-  if (agreement.rank < 0) {
-    agreement.digest = digest;
-    agreement.rank = c.rank;
-  } else if (agreement.digest != digest) {
+  auto first = std::find_if(agreement.firsts.begin(), agreement.firsts.end(),
+                            [&](const FirstOutput& f) { return f.origin == c.origin; });
+  if (first == agreement.firsts.end()) {
+    agreement.firsts.push_back({c.origin, digest, c.rank});
+  } else if (first->digest != digest) {
     ctx.Report(
         Finding{Verdict::kDivergence,
                 absl::StrFormat("rank %d %s: result differs bitwise from rank %d's, though "
                                 "both reduced ranks %s",
-                                c.rank, c.site.ToString(), agreement.rank, RankRanges(c.expected)),
-                {{"site", c.site.ToString()}, {"rank", c.rank}, {"other_rank", agreement.rank}},
+                                c.rank, c.site.ToString(), first->rank, RankRanges(c.expected)),
+                {{"site", c.site.ToString()}, {"rank", c.rank}, {"other_rank", first->rank}},
                 c.rank,
                 ctx.Clock(c.rank),
                 Detector::kBitwiseAgreement});

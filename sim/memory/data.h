@@ -11,10 +11,11 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/inlined_vector.h"
 #include "kernels/protocol/lamport.h"
-#include "sim/runtime/context.h"
 #include "sim/memory/run_list.h"
 #include "sim/replica/site.h"
+#include "sim/runtime/context.h"
 
 namespace lockstep {
 
@@ -22,7 +23,23 @@ namespace lockstep {
 struct SimTensor {
   RunList runs;
   int64_t elems = 0;
+  // Element of the contributions' own index space that element 0 holds (a
+  // slice of a larger input: the rows a reduce-scatter returns).
+  int64_t origin = 0;
 };
+
+// Rank `rank`'s contribution at call instance `instance`, only on elements
+// [first, first + n) of a tensor of `elems` (zeros elsewhere: what attention
+// DP's gather buffer holds before the gather).
+SimTensor MakeInputRange(SimContext& ctx, int rank, uint64_t instance, int64_t elems, int64_t first,
+                         int64_t n);
+
+// Elements [first, first + n) of `tensor`, as a tensor of their own.
+SimTensor SliceElements(const SimTensor& tensor, int64_t first, int64_t n);
+
+// `chunk` moved by `shift` elements in its values' index space (a piece read
+// at element x and written at x - shift keeps reading the same data).
+SimChunk Rebased(SimChunk chunk, int64_t shift);
 
 // Rank `rank`'s contribution at call instance `instance`: `elems` elements.
 // `flags` adds element classes an injected fault put in the data (−0,
@@ -34,11 +51,19 @@ SimTensor MakeInput(SimContext& ctx, int rank, uint64_t instance, int64_t elems,
 std::vector<uint32_t> NumericInput(const SimContext& ctx, int rank, uint64_t instance,
                                    int64_t elems, uint8_t flags);
 
-// A running sum of chunks of one element range, in the order added.
+// A running sum of chunks of one element range, in the order added. The range
+// is cut where the chunks' pieces begin and end, so elements with different
+// contributors keep them apart (attention DP's gather buffer: each group's
+// rows hold their own group's sum); a chunk of one piece is one segment.
 struct Accumulator {
   bool empty = true;
   bool fp32 = false;  // accumulate in fp32 (else round to the element type per add)
-  SimValue sum;
+  struct Segment {
+    int64_t begin = 0;  // offsets into the range
+    int64_t end = 0;
+    SimValue sum;
+  };
+  absl::InlinedVector<Segment, 1> segments;
   int64_t src = 0;
   int64_t len = 0;
   std::vector<float> values;  // numeric mode
@@ -67,16 +92,24 @@ struct ReductionCheck {
   std::span<const int> expected;
   uint64_t group_key;  // identifies the members that must agree bitwise
   int64_t elems;
+  int64_t origin = 0;  // SimTensor::origin of the checked tensor
 };
 class ReductionChecker {
  public:
   bool Check(SimContext& ctx, const ReductionCheck& check, const SimTensor& tensor);
 
  private:
+  // The first member's output digest per origin: members that keep other
+  // rows of one reduction (attention DP's return to each rank's rows) agree
+  // only with the members that keep the same rows.
+  struct FirstOutput {
+    int64_t origin = 0;
+    uint64_t digest = 0;
+    int rank = -1;
+  };
   struct Agreement {
     uint64_t expected_sum;  // sum of the expected contribution keys
-    uint64_t digest = 0;    // the first member's output digest
-    int rank = -1;          // that member
+    absl::InlinedVector<FirstOutput, 2> firsts;
     size_t checked = 0;
   };
   // (instance, group_key) -> the first member's output digest; erased once

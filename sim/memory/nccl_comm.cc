@@ -8,8 +8,28 @@
 namespace lockstep {
 
 std::string_view CollectiveOpName(CollectiveOp op) {
-  return op == CollectiveOp::kAllReduce ? "all_reduce" : "all_gather";
+  switch (op) {
+    case CollectiveOp::kAllReduce:
+      return "all_reduce";
+    case CollectiveOp::kAllGather:
+      return "all_gather";
+    case CollectiveOp::kReduceScatter:
+      return "reduce_scatter";
+    case CollectiveOp::kAllGatherRows:
+      return "all_gather_rows";
+  }
+  return "?";
 }
+
+namespace {
+
+uint64_t CountsDigest(const std::vector<int64_t>& counts) {
+  StableHasher h;
+  for (int64_t c : counts) h.Add(static_cast<uint64_t>(c));
+  return h.digest();
+}
+
+}  // namespace
 
 SimComm::SimComm(SimContext& ctx, std::string name, std::vector<int> ranks)
     : ctx_(ctx),
@@ -90,6 +110,53 @@ void SimComm::Complete() {
       posts_[m].out->elems = first.count;
       WriteChunk(posts_[m].out->runs, 0, sum, done, ranks_[m]);
     }
+  } else if (first.op == CollectiveOp::kReduceScatter) {
+    // Member m's share, summed over every member in one fixed order.
+    const std::vector<int64_t>& counts = *posts_.front().counts;
+    int64_t offset = 0;
+    for (size_t m = 0; m < posts_.size(); ++m) {
+      const int64_t count = counts[m];
+      Accumulator acc;
+      SimChunk chunk;
+      for (const Post& p : posts_) {
+        chunk.pieces.clear();
+        p.in->runs.Read(offset, offset + count, chunk);
+        chunk.len = count;
+        AccumulatorAdd(ctx_, acc, chunk);
+      }
+      SimTensor& out = *posts_[m].out;
+      out.runs.Reset();
+      out.elems = count;
+      out.origin = posts_[m].in->origin + offset;
+      if (count > 0)
+        WriteChunk(out.runs, 0, Rebased(AccumulatorFinish(ctx_, acc), offset), done, ranks_[m]);
+      offset += count;
+    }
+  } else if (first.op == CollectiveOp::kAllGatherRows) {
+    const std::vector<int64_t>& counts = *posts_.front().counts;
+    int64_t total = 0;
+    for (int64_t c : counts) total += c;
+    std::vector<SimChunk> parts;
+    for (size_t m = 0; m < posts_.size(); ++m) {
+      SimChunk chunk;
+      posts_[m].in->runs.Read(0, counts[m], chunk);
+      chunk.len = counts[m];
+      parts.push_back(std::move(chunk));
+    }
+    for (size_t m = 0; m < posts_.size(); ++m) {
+      SimTensor& out = *posts_[m].out;
+      out.runs.Reset();
+      out.elems = total;
+      // The members' rows are consecutive in group order: the gathered rows
+      // begin where the first member's do.
+      out.origin = posts_.front().in->origin;
+      int64_t offset = 0;
+      for (size_t k = 0; k < parts.size(); ++k) {
+        if (counts[k] > 0)
+          WriteChunk(out.runs, offset, Rebased(parts[k], -offset), done, ranks_[m]);
+        offset += counts[k];
+      }
+    }
   } else {
     gathered_.clear();
     for (const Post& p : posts_) gathered_.push_back(p.value);
@@ -105,15 +172,37 @@ void SimComm::Complete() {
 
 void SimComm::AllReduce(int member, DType dtype, const SimTensor& in, SimTensor& out) {
   Post p;
-  p.contract = {CollectiveOp::kAllReduce, in.elems, dtype, -1};
+  p.contract = {CollectiveOp::kAllReduce, in.elems, dtype, -1, 0};
   p.in = &in;
   p.out = &out;
   Arrive(member, p);
 }
 
+void SimComm::ReduceScatter(int member, DType dtype, const SimTensor& in,
+                            const std::vector<int64_t>& counts, SimTensor& out) {
+  Post p;
+  p.contract = {CollectiveOp::kReduceScatter, in.elems, dtype, -1, CountsDigest(counts)};
+  p.in = &in;
+  p.out = &out;
+  p.counts = &counts;
+  Arrive(member, p);
+}
+
+void SimComm::AllGatherRows(int member, DType dtype, const SimTensor& in,
+                            const std::vector<int64_t>& counts, SimTensor& out) {
+  int64_t total = 0;
+  for (int64_t c : counts) total += c;
+  Post p;
+  p.contract = {CollectiveOp::kAllGatherRows, total, dtype, -1, CountsDigest(counts)};
+  p.in = &in;
+  p.out = &out;
+  p.counts = &counts;
+  Arrive(member, p);
+}
+
 std::vector<int64_t> SimComm::AllGather(int member, int64_t value) {
   Post p;
-  p.contract = {CollectiveOp::kAllGather, 1, DType::kFp32, -1};
+  p.contract = {CollectiveOp::kAllGather, 1, DType::kFp32, -1, 0};
   p.value = value;
   Arrive(member, p);
   return gathered_for_[static_cast<size_t>(member)];

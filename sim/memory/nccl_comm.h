@@ -13,12 +13,17 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "dispatch/dtype.h"
-#include "sim/runtime/context.h"
 #include "sim/memory/data.h"
+#include "sim/runtime/context.h"
 
 namespace lockstep {
 
-enum class CollectiveOp : uint8_t { kAllReduce, kAllGather };
+enum class CollectiveOp : uint8_t {
+  kAllReduce,
+  kAllGather,      // one integer per member (token counts)
+  kReduceScatter,  // member m gets elements [offset_m, offset_m + counts[m]) summed
+  kAllGatherRows,  // every member gets every member's elements, concatenated
+};
 std::string_view CollectiveOpName(CollectiveOp op);
 
 struct CollectiveContract {
@@ -26,6 +31,7 @@ struct CollectiveContract {
   int64_t count = 0;
   DType dtype = DType::kBf16;
   int root = -1;
+  uint64_t counts_digest = 0;  // the per-member element counts (reduce-scatterv, gather)
   friend bool operator==(const CollectiveContract&, const CollectiveContract&) = default;
 };
 
@@ -42,6 +48,15 @@ class SimComm : public Waitable {
   void AllReduce(int member, DType dtype, const SimTensor& in, SimTensor& out);
   // Blocking all-gather of one integer per member.
   std::vector<int64_t> AllGather(int member, int64_t value);
+  // Blocking reduce-scatter(v): member m gets elements
+  // [sum(counts[:m]), + counts[m]) of the members' `in`, summed in ring
+  // order; `in` holds sum(counts) elements on every member.
+  void ReduceScatter(int member, DType dtype, const SimTensor& in,
+                     const std::vector<int64_t>& counts, SimTensor& out);
+  // Blocking all-gather(v): every member gets the members' `in`
+  // (counts[m] elements each), concatenated in member order.
+  void AllGatherRows(int member, DType dtype, const SimTensor& in,
+                     const std::vector<int64_t>& counts, SimTensor& out);
 
   std::string DescribeWait(int rank, int64_t detail) const override;
   std::vector<int> WaitsOn(int rank, int64_t detail) const override;
@@ -54,6 +69,7 @@ class SimComm : public Waitable {
     SimTensor* out = nullptr;
     int64_t value = 0;
     int64_t arrival_ns = 0;
+    const std::vector<int64_t>* counts = nullptr;  // reduce-scatter / gather rows
   };
   // Posts the member's call; returns once the collective completed.
   void Arrive(int member, const Post& post);

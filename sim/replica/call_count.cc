@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "dispatch/rank_local_state.h"
+#include "sim/replica/replica_config.h"
 #include "sim/replica/workload_program.h"
 
 namespace lockstep {
@@ -15,14 +16,16 @@ class CountingHost {
  public:
   struct Data {};
 
-  CountingHost(const Scenario& scenario, const ParallelLayout& layout, const DispatchPolicy& policy)
-      : scenario_(scenario), layout_(layout), policy_(policy) {}
+  CountingHost(const Scenario& scenario, const ParallelLayout& layout, const DispatchPolicy& policy,
+               const ReplicaConfig& config, int rank)
+      : scenario_(scenario), layout_(layout), policy_(policy), config_(config), rank_(rank) {}
 
   bool Stopped() const { return false; }
   void BeginStep(int step) { step_ = step; }
   void EndStep() {}
   int64_t TokenSkew() const { return 0; }
   const DispatchPolicy& Policy() const { return policy_; }
+  const ReplicaConfig& Config() const { return config_; }
   const RankLocalState& Local() const { return local_; }
 
   // What the TP group's all-gather returns: each member's attention-DP
@@ -45,8 +48,15 @@ class CountingHost {
   void SendActivation(int /*to*/, int64_t /*elems*/) {}
   void Compute(int64_t /*tokens*/, int /*tp*/) {}
   Data Input(uint64_t /*instance*/, int64_t /*elems*/) { return {}; }
-  bool Reduce(const SiteRef&, GroupRole, const TensorDesc&, Data&, FusionPattern) {
-    ++calls_;
+  Data InputRows(uint64_t, int64_t, int64_t, int64_t, int64_t) { return {}; }
+  Data Rows(const Data&, int64_t, int64_t, int64_t) const { return {}; }
+  // A call reaches a backend (and counts) unless its group has one rank.
+  bool Reduce(const SiteRef&, GroupRole role, const TensorDesc&, Data&, const CallContext&) {
+    if (layout_.GroupSize(layout_.GroupOf(role, rank_)) > 1) ++calls_;
+    return true;
+  }
+  bool Collective(const SiteRef&, RowCollective, GroupRole, const std::vector<int64_t>&, int64_t,
+                  Data&) {
     return true;
   }
   bool Check(const SiteRef&, uint64_t, const ExpectedRanks&, const Data&) { return true; }
@@ -57,6 +67,8 @@ class CountingHost {
   const Scenario& scenario_;
   const ParallelLayout& layout_;
   const DispatchPolicy& policy_;
+  const ReplicaConfig& config_;
+  int rank_;
   RankLocalState local_;
   int step_ = 0;
   int64_t calls_ = 0;
@@ -71,7 +83,9 @@ uint64_t SaturatingMul(uint64_t a, uint64_t b) {
 
 int64_t CountRankCalls(const Scenario& scenario, const ParallelLayout& layout,
                        const DispatchPolicy& policy, int rank) {
-  CountingHost host(scenario, layout, policy);
+  absl::StatusOr<ReplicaConfig> config = ResolveReplicaConfig(scenario, layout, policy);
+  if (!config.ok()) return 0;
+  CountingHost host(scenario, layout, policy, *config, rank);
   WorkloadProgram<CountingHost> program(host, scenario, layout, rank);
   program.Run();
   return host.calls();
@@ -80,9 +94,10 @@ int64_t CountRankCalls(const Scenario& scenario, const ParallelLayout& layout,
 uint64_t MaxCallsPerRank(const Scenario& scenario, const ParallelWidths& widths) {
   const int layers =
       scenario.workload.layers > 0 ? scenario.workload.layers : scenario.model.layers;
-  // Per step: embedding and draft projection; per dense layer attention and
-  // MLP; per MoE layer attention, up to two post-experts reductions and the
-  // replicated output (or one reduction fused into the next layer).
+  // Per step: embedding, draft projection and the stage's hand-off flush; per
+  // dense layer the attention (or attention DP's gather) and the MLP's sum
+  // (now, deferred or returned over DP: one of them); per MoE layer those, up
+  // to two post-experts reductions, the MoE-CP gather and the replicated output.
   uint64_t most = 0;
   for (int stage = 0; stage < widths.pp; ++stage) {
     const int first = stage * layers / widths.pp;
@@ -90,7 +105,7 @@ uint64_t MaxCallsPerRank(const Scenario& scenario, const ParallelWidths& widths)
     const int moe_from = scenario.model.moe ? std::max(first, scenario.model.first_moe_layer) : end;
     const auto moe = static_cast<uint64_t>(std::max(0, end - moe_from));
     const auto dense = static_cast<uint64_t>(end - first) - moe;
-    most = std::max(most, 2 + 2 * dense + 4 * moe);
+    most = std::max(most, 3 + 2 * dense + 5 * moe);
   }
   return SaturatingMul(static_cast<uint64_t>(scenario.workload.steps), most);
 }

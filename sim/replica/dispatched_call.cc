@@ -39,12 +39,11 @@ CallOutcome RecordDispatchedCall(TraceEvent event, const DecisionRecord& record,
 }
 
 std::optional<CallOutcome> DispatchAllReduce(GroupCoordinator& coordinator, Tensor& tensor,
-                                             FusionPattern pattern, int rank, const SiteRef& site,
-                                             int object, const ParallelLayout& layout,
+                                             const CallContext& context, int rank,
+                                             const SiteRef& site, int object,
+                                             const ParallelLayout& layout,
                                              const std::function<int64_t()>& clock) {
   DecisionRecord record;
-  CallContext context;
-  context.pattern = pattern;
   const int64_t begin = clock();
   const absl::Status status = coordinator.AllReduce(tensor, &record, context);
   if (record.backend == BackendKind::kSkip) return std::nullopt;

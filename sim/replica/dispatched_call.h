@@ -40,8 +40,9 @@ CallOutcome RecordDispatchedCall(TraceEvent event, const DecisionRecord& record,
 // host's clock before and after. nullopt when the coordinator skipped it (a
 // group of one rank).
 std::optional<CallOutcome> DispatchAllReduce(GroupCoordinator& coordinator, Tensor& tensor,
-                                             FusionPattern pattern, int rank, const SiteRef& site,
-                                             int object, const ParallelLayout& layout,
+                                             const CallContext& context, int rank,
+                                             const SiteRef& site, int object,
+                                             const ParallelLayout& layout,
                                              const std::function<int64_t()>& clock);
 
 }  // namespace lockstep

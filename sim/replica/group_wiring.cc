@@ -16,41 +16,36 @@ bool All(const std::vector<VoteBallot>& ballots, bool VoteBallot::*field) {
 }  // namespace
 
 VoteBallot BallotOf(const RankLocalState& local) {
-  return VoteBallot{local.workspace_allocated, local.library_loaded};
-}
-
-bool HasCustomAllReduce(const GroupObject& object) {
-  for (GroupRole r : object.roles) {
-    if (r == GroupRole::kTp || r == GroupRole::kAttnTp || r == GroupRole::kMoeTp) return true;
-  }
-  return false;
+  return VoteBallot{local.workspace_allocated, local.library_loaded, local.library_loaded};
 }
 
 WorkspaceTags ReplicaTags(const ParallelLayout& layout, const DispatchPolicy& policy,
                           const WiringConfig& config, ReplicaFaults* faults) {
-  WorkspaceTags tags = policy.TagGroups(layout, config.fused_backend);
+  WorkspaceTags tags = policy.TagGroups(layout, config.workspaces());
   if (faults != nullptr) faults->AdjustTags(layout, tags);
   return tags;
 }
 
-RankLocalState InitialLocalState(const WiringConfig& config, int rank, ReplicaFaults* faults) {
-  RankLocalState local;
-  local.fused_backend_flag = config.fused_backend;
+void InitialLocalState(const WiringConfig& config, int rank, ReplicaFaults* faults,
+                       RankWiring& wiring) {
+  RankLocalState& local = wiring.local;
+  local = RankLocalState{};
+  local.fused_backend_flag = config.fusion_backend != FusionBackend::kNone;
   local.fp32_acc_env = false;
   if (faults != nullptr) faults->InitLocalState(rank, local);
-  return local;
+  wiring.ballot = BallotOf(local);
 }
 
-absl::Status WireRank(const WiringConfig& config, const ParallelLayout& layout,
-                      const DispatchPolicy& policy, const WorkspaceTags& tags, int rank,
-                      ReplicaFaults* faults, WiringRuntime& runtime, RankWiring& wiring) {
-  const VoteBallot ballot = BallotOf(wiring.local);
-
+absl::Status WireWorkspaces(const WiringConfig& config, const ParallelLayout& layout,
+                            const DispatchPolicy& policy, int rank, ReplicaFaults* faults,
+                            WiringRuntime& runtime, RankWiring& wiring) {
+  const VoteBallot ballot = wiring.ballot;
+  bool votes_ok = true;
   // Fusion workspaces, each rendezvoused on one subgroup: attention-TP, and
-  // the MoE one on MOE_EP when moe_ep > 1, else MOE_TP. Whether one is
-  // initialised is voted across its members: every member's GPU reachable
-  // (a workspace the kernel cannot reach fails on all of them) and every
-  // member's own allocation done.
+  // the MoE one on the policy's group (SGLang 0.5.23: the post-experts
+  // reduction group). Whether one is initialised is voted across its
+  // members: every member's GPU reachable (a workspace the kernel cannot
+  // reach fails on all of them) and every member's own allocation done.
   auto make_workspace = [&](WorkspaceKind kind, GroupRole intended, Workspace& view,
                             WorkspaceHandle& handle) -> absl::Status {
     const WorkspaceBinding binding = faults != nullptr
@@ -58,11 +53,12 @@ absl::Status WireRank(const WiringConfig& config, const ParallelLayout& layout,
                                          : WorkspaceBinding{intended, 0};
     const GroupId id = layout.GroupOf(binding.role, rank);
     const std::span<const int> peers = layout.Peers(id);
-    if (peers.size() <= 1) return absl::OkStatus();
+    if (peers.size() <= 1) return absl::OkStatus();  // skipped, as for world <= 1
     const bool reachable = runtime.FusedKernelReachable(peers);
     absl::StatusOr<std::vector<VoteBallot>> ballots = runtime.GatherBallots(id, ballot);
     if (!ballots.ok()) return ballots.status();
     const bool all_allocated = reachable && All(*ballots, &VoteBallot::workspace_allocated);
+    votes_ok &= all_allocated;
     absl::StatusOr<WorkspaceHandle> created =
         runtime.CreateWorkspace(kind, id, config.capacity, binding.generation, reachable);
     if (!created.ok()) return created.status();
@@ -75,29 +71,48 @@ absl::Status WireRank(const WiringConfig& config, const ParallelLayout& layout,
     view.initialized = policy.WorkspaceInitialized(wiring.local.workspace_allocated, all_allocated);
     return absl::OkStatus();
   };
-  if (config.fused_backend) {
+  if (config.workspaces()) {
+    // SGLang 0.5.23 creates the MoE workspace first, then the attention one
+    // (flashinfer_comm_fusion.py:1062-1078).
+    if (absl::Status s =
+            make_workspace(WorkspaceKind::kMoe, policy.MoeWorkspaceRole(layout.widths()),
+                           wiring.moe_workspace, wiring.moe_handle);
+        !s.ok()) {
+      return s;
+    }
     if (absl::Status s = make_workspace(WorkspaceKind::kAttnTp, GroupRole::kAttnTp,
                                         wiring.attn_workspace, wiring.attn_handle);
         !s.ok()) {
       return s;
     }
-    if (absl::Status s = make_workspace(WorkspaceKind::kMoe, MoeWorkspaceRole(layout.widths()),
-                                        wiring.moe_workspace, wiring.moe_handle);
-        !s.ok()) {
-      return s;
-    }
   }
+  wiring.ballot.fusion_ok =
+      ballot.library_loaded && (!policy.WorkspaceFailureDisablesFusion() || votes_ok);
+  return absl::OkStatus();
+}
 
-  // Library availability is process-wide: voted across the TP group, which
-  // holds every workspace the rank shares.
+absl::Status WireGroups(const WiringConfig& config, const ParallelLayout& layout,
+                        const DispatchPolicy& policy, const WorkspaceTags& tags, int rank,
+                        WiringRuntime& runtime, RankWiring& wiring) {
+  // The fused path is process-wide: voted across the TP group, which holds
+  // every workspace the rank shares (_sync_allreduce_unavailable_across_tp).
   const GroupId tp = layout.GroupOf(GroupRole::kTp, rank);
-  bool tp_loaded = ballot.library_loaded;
+  bool tp_ok = wiring.ballot.fusion_ok;
   if (layout.GroupSize(tp) > 1) {
-    absl::StatusOr<std::vector<VoteBallot>> ballots = runtime.GatherBallots(tp, ballot);
+    absl::StatusOr<std::vector<VoteBallot>> ballots = runtime.GatherBallots(tp, wiring.ballot);
     if (!ballots.ok()) return ballots.status();
-    tp_loaded = All(*ballots, &VoteBallot::library_loaded);
+    tp_ok = All(*ballots, &VoteBallot::fusion_ok);
   }
-  wiring.library_available = policy.LibraryAvailable(wiring.local.library_loaded, tp_loaded);
+  const bool local_ok = wiring.local.library_loaded && (!policy.WorkspaceFailureDisablesFusion() ||
+                                                        wiring.local.workspace_allocated);
+  wiring.library_available = policy.LibraryAvailable(local_ok, tp_ok);
+
+  const bool fused_enabled = config.fusion_backend != FusionBackend::kNone;
+  FusedAgreedState base;
+  base.library_available = fused_enabled && wiring.library_available;
+  base.capacity_rule = policy.CapacityRule(config.fusion_backend);
+  base.norm_path = config.workspaces() && !config.dp_attention;
+  base.norm_max_tokens = config.norm_max_tokens;
 
   const auto& objects = layout.objects();
   wiring.groups.clear();
@@ -111,29 +126,51 @@ absl::Status WireRank(const WiringConfig& config, const ParallelLayout& layout,
     GroupBackends backends;
     backends.local = &wiring.local;
     if (g.size > 1) {
-      const WorkspaceHandle handle = hint == WorkspaceKind::kAttnTp ? wiring.attn_handle
-                                     : hint == WorkspaceKind::kMoe  ? wiring.moe_handle
-                                                                    : kNoWorkspace;
-      if (handle != kNoWorkspace) {
+      // A fused backend on `handle`'s workspace (`view`), agreed with `state`.
+      auto make_fused = [&](WorkspaceHandle handle, const Workspace* view,
+                            std::unique_ptr<FusedAllReduceBackend>& out) -> absl::Status {
+        if (handle == kNoWorkspace) return absl::OkStatus();
         absl::StatusOr<std::unique_ptr<FusedAllReduceBackend>> fused =
             runtime.MakeFused(object, g.id, handle);
         if (!fused.ok()) return fused.status();
-        g.fused = *std::move(fused);
-        if (g.fused != nullptr) {
-          const Workspace* view =
-              hint == WorkspaceKind::kAttnTp ? &wiring.attn_workspace : &wiring.moe_workspace;
-          g.fused->set_agreed(FusedAgreedState{config.fused_backend && wiring.library_available,
-                                               view, g.id, g.size});
-          backends.fused = g.fused.get();
+        out = *std::move(fused);
+        if (out != nullptr) {
+          FusedAgreedState state = base;
+          state.workspace = view;
+          state.group = g.id;
+          state.group_world_size = g.size;
+          out->set_agreed(state);
         }
+        return absl::OkStatus();
+      };
+      // kAllReduce through the group's tag.
+      const WorkspaceHandle tagged = hint == WorkspaceKind::kAttnTp ? wiring.attn_handle
+                                     : hint == WorkspaceKind::kMoe  ? wiring.moe_handle
+                                                                    : kNoWorkspace;
+      const Workspace* tagged_view =
+          hint == WorkspaceKind::kAttnTp ? &wiring.attn_workspace : &wiring.moe_workspace;
+      if (absl::Status s = make_fused(tagged, tagged_view, g.fused); !s.ok()) return s;
+      backends.fused = g.fused.get();
+      // The fused AR + norm on each workspace, for calls that name one.
+      if (policy.NormOnNamedWorkspace()) {
+        if (absl::Status s = make_fused(wiring.attn_handle, &wiring.attn_workspace, g.norm_attn);
+            !s.ok()) {
+          return s;
+        }
+        if (absl::Status s = make_fused(wiring.moe_handle, &wiring.moe_workspace, g.norm_moe);
+            !s.ok()) {
+          return s;
+        }
+        backends.norm_on_attn_workspace = g.norm_attn.get();
+        backends.norm_on_moe_workspace = g.norm_moe.get();
       }
-      if (config.custom_allreduce && HasCustomAllReduce(objects[o])) {
+      if (config.custom.available && policy.ObjectHasCustomAllReduce(objects[o])) {
         g.custom = runtime.MakeCustom(object, g.id);
         if (g.custom != nullptr) {
           const std::span<const int> peers = layout.Peers(g.id);
-          g.custom->set_agreed(CustomAgreedState{true, config.custom_max_bytes, g.size,
-                                                 runtime.FullNvlink(peers),
-                                                 runtime.SameNode(peers)});
+          g.custom->set_agreed(ChooseCustomGeneration(
+              config.custom, g.size, runtime.SameNode(peers), runtime.FullNvlink(peers),
+              runtime.FusedKernelReachable(peers)));
           backends.custom = g.custom.get();
         }
       }
@@ -146,6 +183,16 @@ absl::Status WireRank(const WiringConfig& config, const ParallelLayout& layout,
         objects[o].name, g.id, g.size, layout.RankInGroup(g.id, rank), hint, backends, &policy);
   }
   return absl::OkStatus();
+}
+
+absl::Status WireRank(const WiringConfig& config, const ParallelLayout& layout,
+                      const DispatchPolicy& policy, const WorkspaceTags& tags, int rank,
+                      ReplicaFaults* faults, WiringRuntime& runtime, RankWiring& wiring) {
+  if (absl::Status s = WireWorkspaces(config, layout, policy, rank, faults, runtime, wiring);
+      !s.ok()) {
+    return s;
+  }
+  return WireGroups(config, layout, policy, tags, rank, runtime, wiring);
 }
 
 }  // namespace lockstep

@@ -7,8 +7,9 @@
 //   3. each fusion workspace: its binding, its rendezvous vote (every member
 //      reachable and allocated) and its buffers, and the agreed view the
 //      dispatch core reads (policy.WorkspaceInitialized of the vote);
-//   4. the library vote across the TP group (SGLang's
-//      _sync_allreduce_unavailable_across_tp);
+//   4. the fused path's vote across the TP group (SGLang's
+//      _sync_allreduce_unavailable_across_tp: the library, and in 0.5.23
+//      every workspace of the TP group);
 //   5. per group object: the backends the runtime builds (fused on the tagged
 //      workspace, custom all-reduce, NCCL), their agreed state, and the
 //      GroupCoordinator.
@@ -18,7 +19,7 @@
 //
 //   const WorkspaceTags tags = ReplicaTags(layout, policy, config, faults);
 //   RankWiring wiring;
-//   wiring.local = InitialLocalState(config, rank, faults);
+//   InitialLocalState(config, rank, faults, wiring);
 //   ...  // every rank's local state exists before any vote
 //   absl::Status s = WireRank(config, layout, policy, tags, rank, faults, runtime, wiring);
 //   wiring.groups[layout.ObjectIndex(GroupRole::kTp)].coordinator->AllReduce(tensor);
@@ -38,24 +39,34 @@
 #include "dispatch/group_layout.h"
 #include "dispatch/policy.h"
 #include "dispatch/rank_local_state.h"
+#include "dispatch/serving_args.h"
 #include "dispatch/workspace.h"
 #include "sim/replica/replica_faults.h"
 
 namespace lockstep {
 
-// The serving engine's options the wiring reads (a scenario's `dispatch:` and
-// the model's hidden size).
+// The serving engine's options the wiring reads, resolved (the scenario's
+// `dispatch:`, the model and the platform; sim/replica/replica_config.h).
 struct WiringConfig {
-  bool fused_backend = true;     // the fused all-reduce backend is enabled
-  WorkspaceCapacity capacity;    // fusion workspaces' sizing
-  bool custom_allreduce = true;  // the custom all-reduce is enabled
-  int64_t custom_max_bytes = 0;  // its size bound
+  FusionBackend fusion_backend = FusionBackend::kNone;
+  WorkspaceCapacity capacity;      // fusion workspaces' sizing
+  int64_t norm_max_tokens = 2048;  // the fused AR + norm's batch limit
+  bool dp_attention = false;
+  // The custom all-reduce's limits (CustomAgreedState::available false: off);
+  // the group facts are filled per group.
+  CustomAgreedState custom;
+
+  // Workspaces and tags exist (a FlashInfer backend other than cutedsl,
+  // distributed/bootstrap.py:257-261 @ 0.5.23).
+  bool workspaces() const { return FusedAllReduceOnlyEnabled(fusion_backend); }
 };
 
-// What one rank brings to the set-up votes, from its raw local state.
+// What one rank brings to the set-up votes: from its raw local state, and
+// after its workspace votes, whether the fused path works for it.
 struct VoteBallot {
   bool workspace_allocated = true;
   bool library_loaded = true;
+  bool fusion_ok = true;  // library loaded and, where failures disable fusion, every vote passed
 };
 VoteBallot BallotOf(const RankLocalState& local);
 
@@ -104,13 +115,17 @@ struct RankWiring {
   struct Group {
     GroupId id;
     int size = 1;
-    std::unique_ptr<FusedAllReduceBackend> fused;
+    std::unique_ptr<FusedAllReduceBackend> fused;  // kAllReduce through the tag
+    // The fused AR + norm on each workspace (SGLang 0.5.23: the call names it).
+    std::unique_ptr<FusedAllReduceBackend> norm_attn;
+    std::unique_ptr<FusedAllReduceBackend> norm_moe;
     std::unique_ptr<CustomAllReduceBackend> custom;
     std::unique_ptr<NcclBackend> nccl;
     std::unique_ptr<GroupCoordinator> coordinator;
   };
 
   RankLocalState local;  // raw state; the reference policy never reads it
+  VoteBallot ballot;     // what the rank brings to the votes (after step 3: fusion_ok)
   // The dispatch core's (agreed) view of the rank's workspaces.
   Workspace attn_workspace;
   Workspace moe_workspace;
@@ -134,19 +149,29 @@ struct RankWiring {
 WorkspaceTags ReplicaTags(const ParallelLayout& layout, const DispatchPolicy& policy,
                           const WiringConfig& config, ReplicaFaults* faults);
 
-// Step 2: rank `rank`'s raw local state before anything is agreed.
-RankLocalState InitialLocalState(const WiringConfig& config, int rank, ReplicaFaults* faults);
+// Step 2: rank `rank`'s raw local state before anything is agreed; also sets
+// the ballot it brings to the votes.
+void InitialLocalState(const WiringConfig& config, int rank, ReplicaFaults* faults,
+                       RankWiring& wiring);
 
-// Steps 3-5 for rank `rank`, whose local state is already in `wiring.local`.
-// `faults` may be null. An error comes from the runtime (a vote or a
-// resource that failed); the rank cannot run.
+// Step 3 for rank `rank`: its fusion workspaces and their votes. Every rank
+// must finish step 3 before any starts step 4 (the TP vote reads every
+// member's workspace outcome): a runtime whose votes are collectives gets
+// that for free; one that wires ranks in turn runs step 3 for all first.
+absl::Status WireWorkspaces(const WiringConfig& config, const ParallelLayout& layout,
+                            const DispatchPolicy& policy, int rank, ReplicaFaults* faults,
+                            WiringRuntime& runtime, RankWiring& wiring);
+
+// Steps 4-5 for rank `rank`: the fused path's vote across TP, then per group
+// object its backends and coordinator.
+absl::Status WireGroups(const WiringConfig& config, const ParallelLayout& layout,
+                        const DispatchPolicy& policy, const WorkspaceTags& tags, int rank,
+                        WiringRuntime& runtime, RankWiring& wiring);
+
+// Steps 3-5 for one rank, for runtimes whose votes are collectives.
 absl::Status WireRank(const WiringConfig& config, const ParallelLayout& layout,
                       const DispatchPolicy& policy, const WorkspaceTags& tags, int rank,
                       ReplicaFaults* faults, WiringRuntime& runtime, RankWiring& wiring);
-
-// Whether SGLang builds a custom all-reduce on `object` (the TP, attention-TP
-// and MoE-TP objects; none on the expert group).
-bool HasCustomAllReduce(const GroupObject& object);
 
 }  // namespace lockstep
 

@@ -24,6 +24,12 @@ std::string_view SiteKindName(SiteKind kind) {
       return "draft_projection";
     case SiteKind::kDpGather:
       return "dp_gather";
+    case SiteKind::kDenseDeferred:
+      return "dense_deferred";
+    case SiteKind::kDpReturn:
+      return "dp_return";
+    case SiteKind::kMoeCpGather:
+      return "moe_cp_gather";
   }
   return "?";
 }

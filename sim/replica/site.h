@@ -10,7 +10,7 @@
 namespace lockstep {
 
 enum class SiteKind : uint8_t {
-  kEmbedding,        // vocab-parallel embedding output (3-D: must fall back)
+  kEmbedding,        // vocab-parallel embedding output
   kAttnOut,          // attention output projection (RowParallelLinear), maybe fused with the norm
   kDenseMlp,         // dense MLP down projection (RowParallelLinear)
   kMoe,              // post-experts reduction (one stage of the plan)
@@ -18,7 +18,10 @@ enum class SiteKind : uint8_t {
   kMoeFlush,         // post-experts reduction flushed at a pipeline-stage boundary
   kMoeReplicated,    // a second reduction of the already-replicated MoE output
   kDraftProjection,  // speculative draft model projection
-  kDpGather,         // DP-attention token-count all-gather
+  kDpGather,         // DP-attention gather of the FFN input (and the token counts)
+  kDenseDeferred,    // a dense MLP's sum completed at the next layer's input
+  kDpReturn,         // attention DP: the FFN output returned to each rank's rows
+  kMoeCpGather,      // MoE-CP all-gather of the FFN input over MOE_DP (attn_cp > moe_dp)
 };
 
 std::string_view SiteKindName(SiteKind kind);

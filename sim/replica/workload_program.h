@@ -1,38 +1,54 @@
 // The forward steps of a scenario's model as one rank executes them: which
-// all-reduces it makes, over which group, with which shape and fusion, and
-// which ranks each reduction must cover. Written once and run by two hosts:
-// the simulator (sim/rank_program.cc, simulated memory and fibers) and the
-// hardware runner (hw/, device tensors and NCCL), so that both make exactly
-// the same sequence of dispatched calls for a scenario.
+// all-reduces it makes, over which group, with which shape and fusion, which
+// other collectives attention DP needs, and which ranks each reduction must
+// cover. Written once and run by two hosts: the simulator
+// (sim/rank_program.cc, simulated memory and fibers) and the hardware runner
+// (hw/hw_rank.cc, device tensors and NCCL), so that both make exactly the
+// same sequence of calls for a scenario. Every structural choice (which sums
+// a layer owes and how they complete) is the policy's (dispatch/policy.h):
+// SGLang 0.5.23's layer boundary by default, PR #30700's under
+// "sglang-pr30700".
 //
 // A Host provides:
 //   using Data;                                   // one call's tensor
 //   bool Stopped();                               // the run is over
 //   void BeginStep(int step);  void EndStep();    // step boundaries
 //   int64_t TokenSkew();                          // tokens added on this rank
-//   // The TP group's token counts (DP attention); nullopt ends the rank.
+//   // The TP group's token counts, one per TP rank; nullopt ends the rank.
 //   std::optional<std::vector<int64_t>> AllGatherTokens(int64_t mine);
 //   bool RecvActivation(int from, int64_t elems); void SendActivation(int to, int64_t elems);
 //   void Compute(int64_t tokens, int tp);
+//   // This rank's contribution: every row, or only rows [first, first + n)
+//   // of a buffer of `rows` rows (zeros elsewhere).
 //   Data Input(uint64_t instance, int64_t elems);
+//   Data InputRows(uint64_t instance, int64_t rows, int64_t hidden, int64_t first, int64_t n);
 //   // One dispatched all-reduce; false when the rank raised or the run ended.
-//   bool Reduce(const SiteRef&, GroupRole, const TensorDesc&, Data&, FusionPattern);
+//   bool Reduce(const SiteRef&, GroupRole, const TensorDesc&, Data&, const CallContext&);
+//   // A NCCL collective outside the all-reduce chain (rows per member, in the
+//   // group's order): reduce-scatter(v) or all-gather of rows. `data` is replaced.
+//   bool Collective(const SiteRef&, RowCollective, GroupRole, const std::vector<int64_t>& rows,
+//                   int64_t hidden, Data&);
+//   // Rows [first, first + n) of `data`.
+//   Data Rows(const Data&, int64_t first, int64_t n, int64_t hidden);
 //   // Whether `data` is the reduction of `expected`'s inputs for `instance`.
 //   bool Check(const SiteRef&, uint64_t instance, const ExpectedRanks&, const Data&);
 //   const DispatchPolicy& Policy();  const RankLocalState& Local();
+//   const ReplicaConfig& Config();
 
 #ifndef LOCKSTEP_SIM_REPLICA_WORKLOAD_PROGRAM_H_
 #define LOCKSTEP_SIM_REPLICA_WORKLOAD_PROGRAM_H_
 
 #include <algorithm>
 #include <optional>
+#include <span>
 #include <vector>
 
-#include "dispatch/fusion_gate.h"
 #include "dispatch/group_layout.h"
+#include "dispatch/layer_boundary.h"
 #include "dispatch/policy.h"
 #include "dispatch/stable_hash.h"
 #include "dispatch/tensor.h"
+#include "sim/replica/replica_config.h"
 #include "sim/replica/site.h"
 #include "sim/scenario/scenario.h"
 
@@ -47,6 +63,19 @@ struct ExpectedRanks {
     for (int r : ranks) h.Add(static_cast<uint64_t>(r));
     key = h.digest();
   }
+  static ExpectedRanks Of(std::span<const int> peers) {
+    ExpectedRanks e;
+    e.ranks.assign(peers.begin(), peers.end());
+    std::sort(e.ranks.begin(), e.ranks.end());
+    e.Seal();
+    return e;
+  }
+};
+
+// The NCCL collectives attention DP uses besides all-reduces.
+enum class RowCollective : uint8_t {
+  kReduceScatter,  // each member gets its rows, summed over the group
+  kAllGather,      // each member gets every member's rows, concatenated
 };
 
 template <class Host>
@@ -65,12 +94,18 @@ class WorkloadProgram {
     const int span = w_.moe_ep * w_.moe_tp;
     const int d = (rank - base) / span;
     for (int k = 0; k < span; ++k) moe_group_.ranks.push_back(base + d * span + k);
-    const GroupId attn = layout_.GroupOf(GroupRole::kAttnTp, rank);
-    attn_group_.ranks.assign(layout_.Peers(attn).begin(), layout_.Peers(attn).end());
-    std::sort(attn_group_.ranks.begin(), attn_group_.ranks.end());
-    attn_group_.Seal();
     moe_group_.Seal();
-    attn_dp_index_ = (rank - base) / w_.attn_tp;
+    attn_group_ = ExpectedRanks::Of(layout_.Peers(layout_.GroupOf(GroupRole::kAttnTp, rank)));
+    tp_group_ = ExpectedRanks::Of(layout_.Peers(layout_.GroupOf(GroupRole::kTp, rank)));
+    // Attention-DP group index: (dp, cp, tp) order, tp fastest.
+    attn_dp_index_ = (rank - base) / (w_.attn_tp * w_.attn_cp);
+    // Under attention DP, the attention output's rows of this rank's group
+    // are written by the attention-TP ranks of its CP rank 0
+    // (dp_attention.py:_dp_gather_via_all_reduce).
+    const int group_base = base + attn_dp_index_ * w_.attn_cp * w_.attn_tp;
+    for (int t = 0; t < w_.attn_tp; ++t) gather_writers_.ranks.push_back(group_base + t);
+    gather_writers_.Seal();
+    writes_gather_ = (rank - group_base) < w_.attn_tp;
   }
 
   void Run() {
@@ -84,6 +119,13 @@ class WorkloadProgram {
  private:
   using Data = typename Host::Data;
 
+  // A sum left to the next layer's input.
+  struct Pending {
+    ExitPlan exit;
+    SiteRef site;  // where the sum was owed
+    FfnKind ffn;
+  };
+
   int64_t Cycle(const std::vector<int64_t>& v, int step) const {
     return v[static_cast<size_t>(step) % v.size()];
   }
@@ -94,13 +136,174 @@ class WorkloadProgram {
   }
   int64_t Hidden() const { return scenario_.model.hidden; }
   DType Dtype() const { return scenario_.dispatch.dtype; }
+  CallContext Context(FusionPattern pattern, WorkspaceKind workspace) const {
+    CallContext c;
+    c.pattern = pattern;
+    c.norm_workspace = host_.Policy().NormOnNamedWorkspace() ? workspace : WorkspaceKind::kNone;
+    c.norm_fusable = scenario_.model.ar_norm_fusion;
+    return c;
+  }
+  // The pattern of a sum completed at the next norm: fused when the model can.
+  FusionPattern NormPattern() const {
+    return scenario_.model.ar_norm_fusion ? FusionPattern::kAllReduceResidualRmsNorm
+                                          : FusionPattern::kAllReduce;
+  }
+  ExpectedRanks GroupRanks(GroupRole role) const {
+    return ExpectedRanks::Of(layout_.Peers(layout_.GroupOf(role, rank_)));
+  }
+  const ExpectedRanks& FfnGroup(FfnKind ffn) const {
+    if (ffn == FfnKind::kMoe) return moe_group_;
+    return host_.Policy().DenseMlpGroup() == GroupRole::kTp ? tp_group_ : attn_group_;
+  }
 
   // A site whose reduction over `role` must cover exactly `expected`.
   bool Site(const SiteRef& site, GroupRole role, const TensorDesc& desc,
-            const ExpectedRanks& expected, FusionPattern pattern = FusionPattern::kAllReduce) {
+            const ExpectedRanks& expected, const CallContext& context = {}) {
     Data data = host_.Input(site.Instance(), desc.numel());
-    if (!host_.Reduce(site, role, desc, data, pattern)) return false;
+    if (!host_.Reduce(site, role, desc, data, context)) return false;
     return host_.Check(site, site.Instance(), expected, data);
+  }
+
+  // Runs `reductions` on `data` (rows x hidden), one site part each.
+  bool ReduceAll(const SiteRef& site, const std::vector<GroupRole>& reductions, int64_t rows,
+                 Data& data) {
+    const TensorDesc desc = TensorDesc::Matrix(rows, Hidden(), Dtype());
+    for (size_t part = 0; part < reductions.size(); ++part) {
+      SiteRef s = site;
+      s.part = static_cast<uint8_t>(part);
+      if (!host_.Reduce(s, reductions[part], desc, data,
+                        Context(FusionPattern::kAllReduce, WorkspaceKind::kNone))) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  // Attention DP: the gathered FFN input, completing the attention output's
+  // ATTN_TP sum on the way (SGLang 0.5.23's dp_gather_partial).
+  bool DpGather(int step, int layer, int64_t t_dp) {
+    const SiteRef site{step, layer, SiteKind::kDpGather};
+    const int64_t rows = dp_.global_rows;
+    Data data;
+    // Attention CP under attention DP is modelled by the all-reduce gather
+    // (CP rank 0 writes its group's rows): docs/FIDELITY.md.
+    const DpGatherKind gather =
+        w_.attn_cp > 1 ? DpGatherKind::kAllReduce : PlanDpGather(w_, dp_.padding);
+    switch (gather) {
+      case DpGatherKind::kAllReduce: {
+        data = host_.InputRows(site.Instance(), rows, Hidden(), dp_.my_offset,
+                               writes_gather_ ? t_dp : 0);
+        if (!host_.Reduce(site, GroupRole::kTp, TensorDesc::Matrix(rows, Hidden(), Dtype()), data,
+                          Context(FusionPattern::kAllReduce, WorkspaceKind::kNone))) {
+          return false;
+        }
+        break;
+      }
+      case DpGatherKind::kAllGather:
+      case DpGatherKind::kReduceScatterThenGather: {
+        // MAX_LEN: every group contributes `block` rows (its tokens, padded).
+        const int64_t block = rows / w_.attn_dp;
+        data = host_.InputRows(site.Instance(), block, Hidden(), 0, writes_gather_ ? t_dp : 0);
+        std::vector<int64_t> per_member(static_cast<size_t>(w_.tp), block);
+        if (w_.attn_tp > 1) {
+          // An attention-TP reduce-scatter of the block, then its pieces
+          // gathered over TP.
+          const int64_t piece = block / w_.attn_tp;
+          std::vector<int64_t> pieces(static_cast<size_t>(w_.attn_tp), piece);
+          pieces.back() += block - piece * w_.attn_tp;
+          if (!host_.Collective(site, RowCollective::kReduceScatter, GroupRole::kAttnTp, pieces,
+                                Hidden(), data)) {
+            return false;
+          }
+          per_member.clear();
+          for (int r = 0; r < w_.tp; ++r) {
+            per_member.push_back(pieces[static_cast<size_t>(r % w_.attn_tp)]);
+          }
+        }
+        if (!host_.Collective(site, RowCollective::kAllGather, GroupRole::kTp, per_member, Hidden(),
+                              data)) {
+          return false;
+        }
+        break;
+      }
+    }
+    // This rank's rows: its own group's attention output, complete.
+    const Data mine = host_.Rows(data, dp_.my_offset, t_dp, Hidden());
+    return host_.Check(site, site.Instance(), gather_writers_, mine);
+  }
+
+  // Attention DP: the FFN output of `exit` returned to this rank's rows.
+  // `kept`, when given, receives this rank's returned rows.
+  bool DpReturn(const SiteRef& owed, const ExitPlan& exit, const ExpectedRanks& expected,
+                int64_t t_dp, Data* kept = nullptr) {
+    auto keep = [&](Data rows) {
+      const bool ok = host_.Check(SiteRef{owed.step, owed.layer, SiteKind::kDpReturn},
+                                  owed.Instance(), expected, rows);
+      if (kept != nullptr) *kept = std::move(rows);
+      return ok;
+    };
+    const SiteRef site{owed.step, owed.layer, SiteKind::kDpReturn};
+    // Reduce-scatterv gives one member per attention-DP group (tp ==
+    // attn_dp) its own tokens, of a buffer laid out as SUM_LEN.
+    int64_t sum = 0;
+    for (int64_t t : dp_.group_rows) sum += t;
+    const int64_t rows = exit.kind == ExitKind::kReduceScatterV ? sum : dp_.global_rows;
+    Data data = host_.Input(owed.Instance(), rows * Hidden());
+    if (exit.kind == ExitKind::kReduceScatterV) {
+      if (!host_.Collective(site, RowCollective::kReduceScatter, exit.group, dp_.group_rows,
+                            Hidden(), data)) {
+        return false;
+      }
+      return keep(host_.Rows(data, 0, t_dp, Hidden()));
+    }
+    if (exit.kind == ExitKind::kReduceScatter) {
+      // MAX_LEN: each TP rank gets an equal share; with attention TP the
+      // shares of a group are gathered back over ATTN_TP (dp_attention.py:1120-1165).
+      const int64_t share = rows / w_.tp;
+      std::vector<int64_t> shares(static_cast<size_t>(w_.tp), share);
+      shares.back() += rows - share * w_.tp;
+      if (!host_.Collective(site, RowCollective::kReduceScatter, GroupRole::kTp, shares, Hidden(),
+                            data)) {
+        return false;
+      }
+      if (w_.attn_tp > 1) {
+        std::vector<int64_t> group_shares;
+        const int first = attn_dp_index_ * w_.attn_cp * w_.attn_tp;
+        for (int t = 0; t < w_.attn_tp; ++t) {
+          group_shares.push_back(shares[static_cast<size_t>(first + t)]);
+        }
+        if (!host_.Collective(site, RowCollective::kAllGather, GroupRole::kAttnTp, group_shares,
+                              Hidden(), data)) {
+          return false;
+        }
+      }
+      return keep(host_.Rows(data, 0, t_dp, Hidden()));
+    }
+    // All-reduce (now or at the next input), then keep this rank's rows.
+    const std::vector<GroupRole> reductions = exit.kind == ExitKind::kAllReduceThenScatter
+                                                  ? exit.reductions
+                                                  : std::vector<GroupRole>{exit.group};
+    if (!ReduceAll(site, reductions, rows, data)) return false;
+    return keep(host_.Rows(data, dp_.my_offset, t_dp, Hidden()));
+  }
+
+  // A deferred sum completed at this layer's input (or before the pipeline
+  // hand-off, unfused).
+  bool CompletePending(const Pending& p, int step, int layer, int64_t t_moe, int64_t t_dp,
+                       bool flush) {
+    const ExpectedRanks& expected = FfnGroup(p.ffn);
+    if (p.exit.kind == ExitKind::kDeferAllReduceScatter)
+      return DpReturn(p.site, p.exit, expected, t_dp);
+    const SiteKind kind = flush                    ? SiteKind::kMoeFlush
+                          : p.ffn == FfnKind::kMoe ? SiteKind::kMoeDeferred
+                                                   : SiteKind::kDenseDeferred;
+    const SiteRef site{step, layer, kind};
+    const TensorDesc desc = TensorDesc::Matrix(t_moe, Hidden(), Dtype());
+    Data data = host_.Input(p.site.Instance(), desc.numel());
+    const CallContext context = flush ? Context(FusionPattern::kAllReduce, WorkspaceKind::kNone)
+                                      : Context(NormPattern(), WorkspaceKind::kMoe);
+    if (!host_.Reduce(site, p.exit.group, desc, data, context)) return false;
+    return host_.Check(site, p.site.Instance(), expected, data);
   }
 
   bool Step(int step) {
@@ -108,104 +311,173 @@ class WorkloadProgram {
     int64_t t_moe = t_dp;
     const int last_stage = w_.pp - 1;
     const DispatchPolicy& policy = host_.Policy();
+    const ReplicaConfig& config = host_.Config();
 
-    // DP attention: the MoE runs on the tokens of every attention-DP group,
-    // padded to the largest; the counts are agreed by an all-gather over TP.
-    if (layout_.config().dp_attention && w_.attn_dp > 1) {
+    // Attention DP: the MoE runs on the tokens of every attention-DP group;
+    // the counts are agreed by an all-gather over TP, and the policy lays
+    // the rows out.
+    dp_ = DpBatchPlan{};
+    dp_.gather = false;
+    if (w_.DpAttention()) {
       const std::optional<std::vector<int64_t>> counts = host_.AllGatherTokens(t_dp);
       if (!counts) return false;
-      t_moe = policy.DpPaddedTokens(*counts, t_dp, w_.attn_dp, host_.Local());
+      DpBatch batch;
+      for (int g = 0; g < w_.attn_dp; ++g) {
+        const size_t at = static_cast<size_t>(g * w_.attn_cp * w_.attn_tp);
+        batch.tokens.push_back(at < counts->size() ? (*counts)[at] : counts->back());
+      }
+      batch.extend = scenario_.workload.extend;
+      batch.speculative = scenario_.workload.speculative;
+      batch.custom_v2_max_bytes =
+          config.wiring.custom.available && config.wiring.custom.generation >= 2
+              ? config.wiring.custom.max_bytes
+              : 0;
+      batch.row_bytes = Hidden() * DTypeSize(Dtype());
+      dp_ = policy.PlanDpBatch(batch, w_.attn_tp, attn_dp_index_, host_.Local());
+      dp_.global_rows = std::max<int64_t>(1, dp_.global_rows);
+      if (dp_.group_rows.empty()) dp_.group_rows = batch.tokens;
+      t_moe = dp_.global_rows;
     }
 
     if (stage_ == 0) {
       if (scenario_.workload.embedding) {
-        TensorDesc desc = TensorDesc::Matrix(1, t_dp, Dtype());
-        desc.ndim = 3;
-        desc.dims = {1, t_dp, Hidden(), 0};
-        if (!Site({step, -1, SiteKind::kEmbedding}, GroupRole::kAttnTp, desc, attn_group_)) {
-          return false;
+        TensorDesc desc = TensorDesc::Matrix(t_dp, Hidden(), Dtype());
+        if (policy.EmbeddingNdim() == 3) {
+          desc.ndim = 3;
+          desc.dims = {1, t_dp, Hidden(), 0};
         }
+        const GroupRole role =
+            policy.EmbeddingGroup(w_, scenario_.model.embedding_attn_tp_under_dp);
+        if (!Site({step, -1, SiteKind::kEmbedding}, role, desc, GroupRanks(role))) return false;
       }
     } else if (!host_.RecvActivation(rank_ - w_.tp, t_dp * Hidden())) {
       return false;
     }
 
-    struct Pending {
-      GroupRole group;
-      SiteRef site;
-    };
     std::optional<Pending> pending;
     const TensorDesc attn_desc = TensorDesc::Matrix(t_dp, Hidden(), Dtype());
-    const TensorDesc moe_desc = TensorDesc::Matrix(t_moe, Hidden(), Dtype());
-    const bool fused_norm = scenario_.model.ar_norm_fusion && scenario_.dispatch.fused_backend;
+    const bool moe_cp_gather =
+        w_.attn_cp > w_.moe_dp && scenario_.workload.extend && !w_.DpAttention();
 
     for (int layer = first_layer_; layer < end_layer_; ++layer) {
       if (pending) {
-        // The previous layer's post-experts reduction, fused into this
-        // layer's input AR + residual + RMSNorm over one group.
-        Data data = host_.Input(pending->site.Instance(), moe_desc.numel());
-        SiteRef site{step, layer, SiteKind::kMoeDeferred};
-        if (!host_.Reduce(site, pending->group, moe_desc, data,
-                          FusionPattern::kAllReduceResidualRmsNorm)) {
-          return false;
-        }
-        if (!host_.Check(site, pending->site.Instance(), moe_group_, data)) return false;
+        if (!CompletePending(*pending, step, layer, t_moe, t_dp, false)) return false;
         pending.reset();
       }
       host_.Compute(t_dp, w_.attn_tp);
-      if (!Site(
-              {step, layer, SiteKind::kAttnOut}, GroupRole::kAttnTp, attn_desc, attn_group_,
-              fused_norm ? FusionPattern::kAllReduceResidualRmsNorm : FusionPattern::kAllReduce)) {
+      // The attention output, owed over ATTN_TP, completed at the FFN input.
+      if (dp_.gather) {
+        if (!DpGather(step, layer, t_dp)) return false;
+      } else if (!Site({step, layer, SiteKind::kAttnOut}, GroupRole::kAttnTp, attn_desc,
+                       attn_group_, Context(NormPattern(), WorkspaceKind::kAttnTp))) {
         return false;
       }
+
       const bool moe_layer = scenario_.model.moe && layer >= scenario_.model.first_moe_layer;
-      if (!moe_layer) {
-        host_.Compute(t_dp, w_.attn_tp);
-        if (!Site({step, layer, SiteKind::kDenseMlp}, GroupRole::kAttnTp, attn_desc, attn_group_)) {
-          return false;
-        }
-        continue;
-      }
-      host_.Compute(t_moe, w_.tp);
+      const FfnKind ffn = moe_layer ? FfnKind::kMoe : FfnKind::kDense;
       const bool last_in_stage = layer + 1 == end_layer_;
-      FusionGateInputs gate;
-      gate.fused_backend_enabled = scenario_.dispatch.fused_backend;
-      gate.model_supports_ar_norm_fusion = scenario_.model.ar_norm_fusion;
-      gate.tokens = t_moe;
-      gate.max_fused_tokens = scenario_.dispatch.max_fused_norm_tokens;
-      const bool fuse = !last_in_stage && policy.ShouldFuseMlpAllReduceWithNextLayer(w_, gate);
-      const SiteRef moe_site{step, layer, SiteKind::kMoe};
-      if (fuse) {
-        const PostExpertsPlan plan = policy.PlanPostExperts(w_, true);
-        pending = Pending{plan.fused_group, moe_site};
+      const bool handoff = last_in_stage && stage_ != last_stage;
+      int64_t rows = dp_.gather || w_.DpAttention() ? t_moe : t_dp;
+      if (!moe_layer && !dp_.gather) rows = t_dp;
+      const SiteRef owed{step, layer, moe_layer ? SiteKind::kMoe : SiteKind::kDenseMlp};
+      // MoE-CP: on an extend batch the CP shards' rows are gathered over
+      // MOE_DP (the ATTN_CP object) before the experts (layout.py:135-165).
+      if (moe_layer && moe_cp_gather) {
+        const SiteRef gather{step, layer, SiteKind::kMoeCpGather};
+        Data data = host_.Input(gather.Instance(), t_dp * Hidden());
+        std::vector<int64_t> per_member(static_cast<size_t>(w_.attn_cp), t_dp);
+        if (!host_.Collective(gather, RowCollective::kAllGather, GroupRole::kMoeDp, per_member,
+                              Hidden(), data)) {
+          return false;
+        }
+        rows = t_dp * w_.attn_cp;
+      }
+      host_.Compute(rows, moe_layer ? w_.tp : w_.attn_tp);
+
+      ExitInputs in;
+      in.ffn = ffn;
+      in.terminal = last_in_stage && stage_ == last_stage;
+      in.last_in_stage = last_in_stage;
+      in.tokens = rows;
+      in.eagle = scenario_.workload.speculative;
+      in.boundary = config.boundary;
+      in.padding = dp_.padding;
+      in.fused_backend = config.fusion_backend != FusionBackend::kNone;
+      in.norm_fusable = scenario_.model.ar_norm_fusion;
+      in.norm_max_tokens = scenario_.dispatch.max_fused_norm_tokens;
+      const ExitPlan exit = policy.PlanFfnExit(w_, in);
+      const ExpectedRanks& expected = FfnGroup(ffn);
+
+      const bool deferred =
+          exit.kind == ExitKind::kDefer || exit.kind == ExitKind::kDeferAllReduceScatter;
+      if (handoff && (deferred || (moe_layer && (exit.kind == ExitKind::kCompleteNow ||
+                                                 exit.kind == ExitKind::kAllReduceThenScatter)))) {
+        // The stage's last FFN completes, unfused, before its activations
+        // leave: to_pp completes every owed sum (residual/batch.py:269-291);
+        // a MoE exit's reductions are the policy's pipeline flush.
+        ExitPlan flush = exit;
+        flush.kind = w_.DpAttention() && dp_.gather ? ExitKind::kAllReduceThenScatter
+                                                    : ExitKind::kCompleteNow;
+        flush.reductions = moe_layer ? policy.PipelineFlushReductions(w_, exit)
+                                     : std::vector<GroupRole>{exit.group};
+        if (flush.kind == ExitKind::kAllReduceThenScatter) {
+          if (!DpReturn(owed, flush, expected, t_dp)) return false;
+        } else if (!flush.reductions.empty()) {
+          Data data = host_.Input(owed.Instance(), rows * Hidden());
+          if (!ReduceAll({step, layer, SiteKind::kMoeFlush}, flush.reductions, rows, data)) {
+            return false;
+          }
+          if (!host_.Check(owed, owed.Instance(), expected, data)) return false;
+        }
         continue;
       }
-      const bool flush = last_in_stage && stage_ != last_stage;
-      const PostExpertsPlan plan =
-          flush ? policy.PlanPipelineFlush(w_) : policy.PlanPostExperts(w_, false);
-      if (plan.reductions.empty()) continue;  // single-rank MoE groups
-      Data data = host_.Input(moe_site.Instance(), moe_desc.numel());
-      for (size_t part = 0; part < plan.reductions.size(); ++part) {
-        SiteRef site{step, layer, flush ? SiteKind::kMoeFlush : SiteKind::kMoe,
-                     static_cast<uint8_t>(part)};
-        if (!host_.Reduce(site, plan.reductions[part], moe_desc, data, FusionPattern::kAllReduce)) {
-          return false;
+      switch (exit.kind) {
+        case ExitKind::kNothing:
+          break;
+        case ExitKind::kDefer:
+        case ExitKind::kDeferAllReduceScatter:
+          pending = Pending{exit, owed, ffn};
+          break;
+        case ExitKind::kCompleteNow: {
+          Data data = host_.Input(owed.Instance(), rows * Hidden());
+          if (!ReduceAll(owed, exit.reductions, rows, data)) return false;
+          if (!host_.Check(owed, owed.Instance(), expected, data)) return false;
+          if (moe_layer && policy.ReduceReplicatedOutput(w_)) {
+            const SiteRef again{step, layer, SiteKind::kMoeReplicated};
+            if (!host_.Reduce(again, GroupRole::kAttnTp,
+                              TensorDesc::Matrix(rows, Hidden(), Dtype()), data,
+                              Context(FusionPattern::kAllReduce, WorkspaceKind::kNone))) {
+              return false;
+            }
+            if (!host_.Check(again, owed.Instance(), expected, data)) return false;
+          }
+          break;
         }
-      }
-      if (!host_.Check(moe_site, moe_site.Instance(), moe_group_, data)) return false;
-      if (policy.ReduceReplicatedOutput(w_)) {
-        SiteRef site{step, layer, SiteKind::kMoeReplicated};
-        if (!host_.Reduce(site, GroupRole::kAttnTp, moe_desc, data, FusionPattern::kAllReduce)) {
-          return false;
+        case ExitKind::kReduceScatterV:
+        case ExitKind::kReduceScatter:
+        case ExitKind::kAllReduceThenScatter: {
+          Data kept;
+          if (!DpReturn(owed, exit, expected, t_dp, &kept)) return false;
+          // The rows are complete and replicated over ATTN_TP: a policy that
+          // reduces them again counts each attn_tp times (SGLang #31699).
+          if (moe_layer && policy.ReduceReplicatedOutput(w_)) {
+            const SiteRef again{step, layer, SiteKind::kMoeReplicated};
+            if (!host_.Reduce(again, GroupRole::kAttnTp,
+                              TensorDesc::Matrix(t_dp, Hidden(), Dtype()), kept,
+                              Context(FusionPattern::kAllReduce, WorkspaceKind::kNone))) {
+              return false;
+            }
+            if (!host_.Check(again, owed.Instance(), expected, kept)) return false;
+          }
+          break;
         }
-        if (!host_.Check(site, moe_site.Instance(), moe_group_, data)) return false;
       }
     }
 
     if (stage_ == last_stage) {
-      if (scenario_.workload.speculative) {
-        if (!Site({step, -1, SiteKind::kDraftProjection}, policy.DraftProjectionGroup(), attn_desc,
-                  attn_group_)) {
+      if (scenario_.workload.speculative && scenario_.model.draft_projection) {
+        const GroupRole role = policy.DraftProjectionGroup(*scenario_.model.draft_projection);
+        if (!Site({step, -1, SiteKind::kDraftProjection}, role, attn_desc, attn_group_)) {
           return false;
         }
       }
@@ -226,6 +498,11 @@ class WorkloadProgram {
   int attn_dp_index_ = 0;
   ExpectedRanks moe_group_;
   ExpectedRanks attn_group_;
+  ExpectedRanks tp_group_;
+  ExpectedRanks gather_writers_;
+  bool writes_gather_ = false;
+  // This step's attention-DP layout (gather false: none).
+  DpBatchPlan dp_;
 };
 
 }  // namespace lockstep

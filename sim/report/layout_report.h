@@ -23,6 +23,12 @@ struct LayoutReportOptions {
 std::string FormatLayout(const ParallelLayout& layout, const DispatchPolicy& policy,
                          const LayoutReportOptions& options = {});
 
+// The lines of FormatLayout where `a` and `b` decide differently ("- a: ..."
+// then "+ b: ..."), or a line saying they agree (`lockstep layout --versus`).
+std::string FormatLayoutDifferences(const ParallelLayout& layout, const DispatchPolicy& a,
+                                    const DispatchPolicy& b,
+                                    const LayoutReportOptions& options = {});
+
 // The same as JSON (every subgroup, no truncation).
 nlohmann::json LayoutToJson(const ParallelLayout& layout, const DispatchPolicy& policy,
                             const LayoutReportOptions& options = {});

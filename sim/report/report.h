@@ -27,6 +27,13 @@ std::string FormatResult(const Scenario& scenario, const SimOptions& options,
 
 std::string HexHash(uint64_t hash);
 
+// The first call at which two runs of one scenario (same seed, two
+// policies; both with keep_trace) decided differently, rank by rank in call
+// order: "rank 2 step 0 layer 1 moe (moe_ep): reference chose nccl,
+// sglang-pr30700 chose fused/one_shot"; or a line saying every call was
+// decided alike.
+std::string FirstDecisionDifference(const SimResult& a, const SimResult& b);
+
 }  // namespace lockstep
 
 #endif  // LOCKSTEP_SIM_REPORT_REPORT_H_

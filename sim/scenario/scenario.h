@@ -12,7 +12,9 @@
 #include <vector>
 
 #include "dispatch/dtype.h"
+#include "dispatch/group_layout.h"
 #include "dispatch/parallel_config.h"
+#include "dispatch/serving_args.h"
 #include "sim/scenario/verdict.h"
 
 namespace lockstep {
@@ -32,6 +34,7 @@ struct HardwareSpec {
   int nodes_per_domain = 1;  // > 1: multi-node NVLink (MNNVL)
   int max_gpus = 8;          // GPUs in the system described; the world must fit
   bool nvlink = true;        // GPUs of a node are all NVLink-connected
+  int sm = 90;               // compute capability x10 (90: H100/H200, 100: B200/GB200)
   double tflops = 990.0;     // dense bf16 per GPU, for compute time
   HopSpec intra_node;        // NVLink (or PCIe when nvlink is false)
   HopSpec intra_domain;      // MNNVL between nodes of a domain
@@ -44,18 +47,35 @@ struct ModelSpec {
   int64_t hidden = 4096;
   int layers = 2;
   bool moe = false;
+  // Attention heads (num_attention_heads); they split over attention TP.
+  // 0: not given, not checked.
+  int attention_heads = 0;
   int first_moe_layer = 0;            // layers before it are dense
   bool ar_norm_fusion = true;         // AR + residual + RMSNorm can be fused (not DeepSeek-V4: mHC)
   double layer_gflops_per_token = 0;  // 0: 24 * hidden^2 / 1e9
+  // The Hugging Face architecture (config.json "architectures"[0]): which
+  // SGLang defaults apply (the fusion auto-enable list, the boundary
+  // reduction).
+  std::string architecture;
+  // Under attention DP the embedding reduces over ATTN_TP (DeepSeek,
+  // Qwen-MoE pass it: vocab_parallel_embedding.py:166-185 @ 0.5.23), else TP.
+  bool embedding_attn_tp_under_dp = false;
+  // The group the speculative draft head's row-parallel projection reduces
+  // over: none (replicated, as DeepSeek NextN's eh_proj), attn_tp or tp.
+  std::optional<GroupRole> draft_projection;
 };
 
-// The serving engine's all-reduce configuration.
+// The serving engine's all-reduce configuration (SGLang's launch flags).
 struct DispatchSpec {
-  bool fused_backend = true;   // --flashinfer-allreduce-fusion-backend set
-  int64_t max_tokens = 2048;   // fusion workspace capacity (tokens)
-  DType dtype = DType::kBf16;  // activation dtype (and workspace dtype)
-  bool custom_allreduce = true;
-  int64_t custom_max_bytes = 8 << 20;
+  // --flashinfer-allreduce-fusion-backend (true: auto, false: none; unset:
+  // SGLang's auto-enable decides).
+  FusionBackendFlag fused_backend = FusionBackendFlag::kUnset;
+  int64_t max_tokens = 2048;        // fusion workspace capacity (tokens)
+  DType dtype = DType::kBf16;       // activation dtype (and workspace dtype)
+  bool custom_allreduce = true;     // not --disable-custom-all-reduce
+  bool custom_allreduce_v2 = true;  // SGLANG_OPT_USE_CUSTOM_ALL_REDUCE_V2
+  int64_t custom_max_bytes = 0;     // its size bound; 0: the generation's default
+  BoundaryReduction boundary_reduction = BoundaryReduction::kAuto;  // --boundary-reduction
   std::string policy = "reference";
   int policy_line = 0;                   // where `policy` was given (0: not given)
   int64_t max_fused_norm_tokens = 2048;  // batch limit of the fused AR + norm
@@ -73,6 +93,7 @@ struct WorkloadSpec {
   int layers = 0;  // 0: the model's layer count
   bool embedding = true;
   bool speculative = false;  // EAGLE draft projection after the last layer
+  bool extend = false;       // prefill (extend) batches; else decode
   DataMode data = DataMode::kProvenance;
   bool ftz = false;  // kernels run with flush-to-zero
 };

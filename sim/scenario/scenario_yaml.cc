@@ -250,7 +250,7 @@ absl::Status ParseHop(const Reader& r, const YAML::Node& n, const std::string& p
 absl::Status ParseHardwareNode(const Reader& r, const YAML::Node& n, const std::string& path,
                                HardwareSpec* hw) {
   static constexpr std::string_view kKeys[] = {
-      "name",   "description", "gpus_per_node", "nodes_per_domain", "max_gpus", "nvlink",
+      "name",   "description", "gpus_per_node", "nodes_per_domain", "max_gpus", "nvlink", "sm",
       "tflops", "hops",        "source"};
   LS_RETURN_IF_ERROR(r.CheckKeys(n, path, kKeys));
   for (std::string_view k : {"name", "gpus_per_node", "max_gpus", "hops"}) {
@@ -262,6 +262,7 @@ absl::Status ParseHardwareNode(const Reader& r, const YAML::Node& n, const std::
   LS_RETURN_IF_ERROR(r.Int(n, path, "nodes_per_domain", &hw->nodes_per_domain, 1, 4096));
   LS_RETURN_IF_ERROR(r.Int(n, path, "max_gpus", &hw->max_gpus, 1, kMaxWorldSize));
   LS_RETURN_IF_ERROR(r.Bool(n, path, "nvlink", &hw->nvlink));
+  LS_RETURN_IF_ERROR(r.Int(n, path, "sm", &hw->sm, 10, 200));
   LS_RETURN_IF_ERROR(r.Double(n, path, "tflops", &hw->tflops, 1e-3, 1e6));
   const YAML::Node hops = n["hops"];
   const std::string hops_path = Reader::Join(path, "hops");
@@ -285,18 +286,41 @@ absl::Status ParseHardwareNode(const Reader& r, const YAML::Node& n, const std::
 
 absl::Status ParseModelNode(const Reader& r, const YAML::Node& n, const std::string& path,
                             ModelSpec* m) {
-  static constexpr std::string_view kKeys[] = {
-      "name",  "description",     "hidden",         "layers",
-      "moe",   "first_moe_layer", "ar_norm_fusion", "layer_gflops_per_token",
-      "source"};
+  static constexpr std::string_view kKeys[] = {"name",
+                                               "description",
+                                               "hidden",
+                                               "layers",
+                                               "moe",
+                                               "first_moe_layer",
+                                               "ar_norm_fusion",
+                                               "layer_gflops_per_token",
+                                               "architecture",
+                                               "embedding_attn_tp_under_dp",
+                                               "draft_projection",
+                                               "attention_heads",
+                                               "source"};
   LS_RETURN_IF_ERROR(r.CheckKeys(n, path, kKeys));
   for (std::string_view k : {"name", "hidden", "layers"}) LS_RETURN_IF_ERROR(r.Require(n, path, k));
   LS_RETURN_IF_ERROR(r.String(n, path, "name", &m->name));
   LS_RETURN_IF_ERROR(r.Int(n, path, "hidden", &m->hidden, 1, 1 << 20));
   LS_RETURN_IF_ERROR(r.Int(n, path, "layers", &m->layers, 1, 10000));
   LS_RETURN_IF_ERROR(r.Bool(n, path, "moe", &m->moe));
+  LS_RETURN_IF_ERROR(r.Int(n, path, "attention_heads", &m->attention_heads, 1, 1 << 20));
   LS_RETURN_IF_ERROR(r.Int(n, path, "first_moe_layer", &m->first_moe_layer, 0, 10000));
   LS_RETURN_IF_ERROR(r.Bool(n, path, "ar_norm_fusion", &m->ar_norm_fusion));
+  LS_RETURN_IF_ERROR(r.String(n, path, "architecture", &m->architecture));
+  LS_RETURN_IF_ERROR(r.Bool(n, path, "embedding_attn_tp_under_dp", &m->embedding_attn_tp_under_dp));
+  if (const YAML::Node d = n["draft_projection"]) {
+    const std::string key = Reader::Join(path, "draft_projection");
+    if (!d.IsScalar()) return r.Error(d, key, "expected none, attn_tp or tp");
+    if (d.Scalar() == "none") {
+      m->draft_projection.reset();
+    } else if (d.Scalar() == "attn_tp" || d.Scalar() == "tp") {
+      m->draft_projection = d.Scalar() == "tp" ? GroupRole::kTp : GroupRole::kAttnTp;
+    } else {
+      return r.Error(d, key, absl::StrFormat("'%s' is not none, attn_tp or tp", Reader::Text(d)));
+    }
+  }
   return r.Double(n, path, "layer_gflops_per_token", &m->layer_gflops_per_token, 0, 1e6);
 }
 
@@ -343,13 +367,14 @@ absl::Status ResolveEntry(const Reader& r, const YAML::Node& n, const std::strin
 }
 
 absl::Status ParseParallel(const Reader& r, const YAML::Node& n, ParallelConfig* p) {
-  static constexpr std::string_view kKeys[] = {"tp",     "pp",      "dp",           "ep",
-                                               "moe_dp", "attn_cp", "dp_attention", "world"};
+  static constexpr std::string_view kKeys[] = {"tp",     "pp",      "dp",    "attn_dp",     "ep",
+                                               "moe_dp", "attn_cp", "world", "dp_attention"};
   LS_RETURN_IF_ERROR(r.CheckKeys(n, "parallel", kKeys));
   LS_RETURN_IF_ERROR(r.Require(n, "parallel", "tp"));
   for (auto [key, field] : {std::pair<std::string_view, int*>{"tp", &p->tp},
                             {"pp", &p->pp},
                             {"dp", &p->dp},
+                            {"attn_dp", &p->attn_dp},
                             {"ep", &p->ep},
                             {"moe_dp", &p->moe_dp},
                             {"attn_cp", &p->attn_cp}}) {
@@ -364,11 +389,39 @@ absl::Status ParseParallel(const Reader& r, const YAML::Node& n, ParallelConfig*
 }
 
 absl::Status ParseDispatch(const Reader& r, const YAML::Node& n, DispatchSpec* d) {
-  static constexpr std::string_view kKeys[] = {"fused_backend",        "max_tokens",       "dtype",
-                                               "custom_allreduce",     "custom_max_bytes", "policy",
-                                               "max_fused_norm_tokens"};
+  static constexpr std::string_view kKeys[] = {
+      "fused_backend",       "max_tokens",       "dtype",  "custom_allreduce",
+      "custom_allreduce_v2", "custom_max_bytes", "policy", "max_fused_norm_tokens",
+      "boundary_reduction"};
   LS_RETURN_IF_ERROR(r.CheckKeys(n, "dispatch", kKeys));
-  LS_RETURN_IF_ERROR(r.Bool(n, "dispatch", "fused_backend", &d->fused_backend));
+  if (const YAML::Node f = n["fused_backend"]) {
+    // true / false (as --enable-flashinfer-allreduce-fusion and its absence
+    // once were), or the backend's name as --flashinfer-allreduce-fusion-backend takes it.
+    bool on = false;
+    if (f.IsScalar() && YAML::convert<bool>::decode(f, on)) {
+      d->fused_backend = on ? FusionBackendFlag::kAuto : FusionBackendFlag::kNone;
+    } else {
+      absl::StatusOr<FusionBackendFlag> flag = f.IsScalar() && f.Scalar() != "unset"
+                                                   ? ParseFusionBackendFlag(f.Scalar())
+                                                   : absl::InvalidArgumentError(
+                                                         "expected true, false, auto, trtllm, "
+                                                         "mnnvl, cutedsl or none");
+      if (!flag.ok()) {
+        return r.Error(f, "dispatch.fused_backend", std::string(flag.status().message()));
+      }
+      d->fused_backend = *flag;
+    }
+  }
+  LS_RETURN_IF_ERROR(r.Bool(n, "dispatch", "custom_allreduce_v2", &d->custom_allreduce_v2));
+  if (const YAML::Node b = n["boundary_reduction"]) {
+    absl::StatusOr<BoundaryReduction> reduction =
+        b.IsScalar() ? ParseBoundaryReduction(b.Scalar())
+                     : absl::InvalidArgumentError("expected auto, ar, rs, rsv or rs+rsv");
+    if (!reduction.ok()) {
+      return r.Error(b, "dispatch.boundary_reduction", std::string(reduction.status().message()));
+    }
+    d->boundary_reduction = *reduction;
+  }
   LS_RETURN_IF_ERROR(r.Int(n, "dispatch", "max_tokens", &d->max_tokens, 1, kMaxTokens));
   LS_RETURN_IF_ERROR(r.Bool(n, "dispatch", "custom_allreduce", &d->custom_allreduce));
   LS_RETURN_IF_ERROR(
@@ -419,13 +472,15 @@ absl::Status ParseTokenList(const Reader& r, const YAML::Node& n, const std::str
 }
 
 absl::Status ParseWorkload(const Reader& r, const YAML::Node& n, WorkloadSpec* w) {
-  static constexpr std::string_view kKeys[] = {"steps",     "tokens",      "dp_tokens", "layers",
-                                               "embedding", "speculative", "data",      "ftz"};
+  static constexpr std::string_view kKeys[] = {"steps",  "tokens",    "dp_tokens",
+                                               "layers", "embedding", "speculative",
+                                               "extend", "data",      "ftz"};
   LS_RETURN_IF_ERROR(r.CheckKeys(n, "workload", kKeys));
   LS_RETURN_IF_ERROR(r.Int(n, "workload", "steps", &w->steps, 1, 1000000));
   LS_RETURN_IF_ERROR(r.Int(n, "workload", "layers", &w->layers, 1, 10000));
   LS_RETURN_IF_ERROR(r.Bool(n, "workload", "embedding", &w->embedding));
   LS_RETURN_IF_ERROR(r.Bool(n, "workload", "speculative", &w->speculative));
+  LS_RETURN_IF_ERROR(r.Bool(n, "workload", "extend", &w->extend));
   LS_RETURN_IF_ERROR(r.Bool(n, "workload", "ftz", &w->ftz));
   if (n["tokens"])
     LS_RETURN_IF_ERROR(ParseTokenList(r, n["tokens"], "workload.tokens", &w->tokens));
@@ -575,6 +630,14 @@ absl::StatusOr<Scenario> ParseScenario(std::string_view text, const std::string&
   }
   LS_RETURN_IF_ERROR(
       ResolveEntry(r, n["model"], "model", catalogue, "models", ParseModelNode, &s.model));
+  if (absl::Status h = ValidateAttentionHeads(s.parallel, s.model.attention_heads); !h.ok()) {
+    return r.Error(n["parallel"], "parallel", std::string(h.message()));
+  }
+  if (s.model.moe) {
+    if (absl::Status m = ValidateMoeModelConstruction(s.parallel); !m.ok()) {
+      return r.Error(n["parallel"], "parallel", std::string(m.message()));
+    }
+  }
   if (n["dispatch"]) LS_RETURN_IF_ERROR(ParseDispatch(r, n["dispatch"], &s.dispatch));
   if (n["workload"]) LS_RETURN_IF_ERROR(ParseWorkload(r, n["workload"], &s.workload));
   if (!s.workload.dp_tokens.empty()) {
@@ -583,8 +646,9 @@ absl::StatusOr<Scenario> ParseScenario(std::string_view text, const std::string&
     const YAML::Node at = n["workload"]["dp_tokens"];
     if (attn_dp <= 1) {
       return r.Error(at, "workload.dp_tokens",
-                     "per-DP-group token counts need DP attention with dp > 1 "
-                     "(parallel.dp_attention: true); use workload.tokens otherwise");
+                     "per-DP-group token counts need attention DP (parallel.attn_dp > 1, or "
+                     "the deprecated dp > 1 with dp_attention: true); use workload.tokens "
+                     "otherwise");
     }
     if (static_cast<int>(s.workload.dp_tokens.size()) != attn_dp) {
       return r.Error(at, "workload.dp_tokens",
@@ -658,6 +722,7 @@ std::string ScenarioToYaml(const Scenario& s) {
   out << YAML::Key << "nodes_per_domain" << YAML::Value << hw.nodes_per_domain;
   out << YAML::Key << "max_gpus" << YAML::Value << hw.max_gpus;
   out << YAML::Key << "nvlink" << YAML::Value << hw.nvlink;
+  out << YAML::Key << "sm" << YAML::Value << hw.sm;
   out << YAML::Key << "tflops" << YAML::Value << hw.tflops;
   out << YAML::Key << "hops" << YAML::Value << YAML::BeginMap;
   hop("intra_node", hw.intra_node);
@@ -667,7 +732,8 @@ std::string ScenarioToYaml(const Scenario& s) {
   const ParallelConfig& p = s.parallel;
   out << YAML::Key << "parallel" << YAML::Value << YAML::Flow << YAML::BeginMap;
   out << YAML::Key << "tp" << YAML::Value << p.tp << YAML::Key << "pp" << YAML::Value << p.pp;
-  out << YAML::Key << "dp" << YAML::Value << p.dp << YAML::Key << "ep" << YAML::Value << p.ep;
+  out << YAML::Key << "dp" << YAML::Value << p.dp << YAML::Key << "attn_dp" << YAML::Value
+      << p.attn_dp << YAML::Key << "ep" << YAML::Value << p.ep;
   out << YAML::Key << "moe_dp" << YAML::Value << p.moe_dp << YAML::Key << "attn_cp" << YAML::Value
       << p.attn_cp;
   out << YAML::Key << "dp_attention" << YAML::Value << p.dp_attention << YAML::EndMap;
@@ -677,19 +743,33 @@ std::string ScenarioToYaml(const Scenario& s) {
   out << YAML::Key << "hidden" << YAML::Value << m.hidden;
   out << YAML::Key << "layers" << YAML::Value << m.layers;
   out << YAML::Key << "moe" << YAML::Value << m.moe;
+  if (m.attention_heads > 0)
+    out << YAML::Key << "attention_heads" << YAML::Value << m.attention_heads;
   out << YAML::Key << "first_moe_layer" << YAML::Value << m.first_moe_layer;
   out << YAML::Key << "ar_norm_fusion" << YAML::Value << m.ar_norm_fusion;
+  if (!m.architecture.empty()) out << YAML::Key << "architecture" << YAML::Value << m.architecture;
+  out << YAML::Key << "embedding_attn_tp_under_dp" << YAML::Value << m.embedding_attn_tp_under_dp;
+  out << YAML::Key << "draft_projection" << YAML::Value
+      << (m.draft_projection ? std::string(GroupRoleName(*m.draft_projection)) : "none");
   if (m.layer_gflops_per_token > 0) {
     out << YAML::Key << "layer_gflops_per_token" << YAML::Value << m.layer_gflops_per_token;
   }
   out << YAML::EndMap;
   const DispatchSpec& d = s.dispatch;
   out << YAML::Key << "dispatch" << YAML::Value << YAML::BeginMap;
-  out << YAML::Key << "fused_backend" << YAML::Value << d.fused_backend;
+  if (d.fused_backend != FusionBackendFlag::kUnset) {
+    out << YAML::Key << "fused_backend" << YAML::Value
+        << std::string(FusionBackendFlagName(d.fused_backend));
+  }
   out << YAML::Key << "max_tokens" << YAML::Value << d.max_tokens;
   out << YAML::Key << "dtype" << YAML::Value << std::string(DTypeName(d.dtype));
   out << YAML::Key << "custom_allreduce" << YAML::Value << d.custom_allreduce;
-  out << YAML::Key << "custom_max_bytes" << YAML::Value << d.custom_max_bytes;
+  out << YAML::Key << "custom_allreduce_v2" << YAML::Value << d.custom_allreduce_v2;
+  out << YAML::Key << "boundary_reduction" << YAML::Value
+      << std::string(BoundaryReductionName(d.boundary_reduction));
+  if (d.custom_max_bytes > 0) {
+    out << YAML::Key << "custom_max_bytes" << YAML::Value << d.custom_max_bytes;
+  }
   out << YAML::Key << "policy" << YAML::Value << d.policy;
   out << YAML::Key << "max_fused_norm_tokens" << YAML::Value << d.max_fused_norm_tokens;
   out << YAML::EndMap;
@@ -703,6 +783,7 @@ std::string ScenarioToYaml(const Scenario& s) {
   if (w.layers > 0) out << YAML::Key << "layers" << YAML::Value << w.layers;
   out << YAML::Key << "embedding" << YAML::Value << w.embedding;
   out << YAML::Key << "speculative" << YAML::Value << w.speculative;
+  out << YAML::Key << "extend" << YAML::Value << w.extend;
   out << YAML::Key << "data" << YAML::Value
       << (w.data == DataMode::kNumeric ? "numeric" : "provenance");
   out << YAML::Key << "ftz" << YAML::Value << w.ftz;

@@ -33,11 +33,49 @@ TEST(LayoutCommandTest, HybridLayoutShowsBothMoeGroupsAndTheMergedPlan) {
   const Result r = RunLockstep({"layout", "--tp", "4", "--ep", "2"});
   ASSERT_EQ(r.code, kExitOk) << r.err;
   EXPECT_THAT(r.out, HasSubstr("moe_ep   roles moe_ep"));
+  // SGLang 0.5.23 tags MOE_EP (parallel_state.py:2378) but builds the MoE
+  // workspace on TP, the merged reduction group (docs/FIDELITY.md).
   EXPECT_THAT(r.out, HasSubstr("[0,2] [1,3]  <- workspace moe"));
+  EXPECT_THAT(r.out, HasSubstr("moe      on tp (4 ranks each), the merged post-experts reduction"));
   EXPECT_THAT(r.out, HasSubstr("[0,1] [2,3]\n"));
   EXPECT_THAT(r.out, HasSubstr("hybrid EP+TP: yes"));
-  EXPECT_THAT(r.out, HasSubstr("do not fuse: hybrid EP+TP"));
-  EXPECT_THAT(r.out, HasSubstr("plan: all-reduce over tp (EP and MoE-TP merged)"));
+  EXPECT_THAT(r.out, HasSubstr("MoE:   all-reduce over tp (EP and MoE-TP merged)"));
+}
+
+TEST(LayoutCommandTest, VersusNamesWhereTheTwoPoliciesDecideDifferently) {
+  const Result r = RunLockstep({"layout", "--tp", "4", "--ep", "2", "--versus", "sglang-pr30700"});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("where reference (-) and sglang-pr30700 (+) differ:"));
+  EXPECT_THAT(r.out, HasSubstr("- policy: reference"));
+  EXPECT_THAT(r.out, HasSubstr("+ policy: sglang-pr30700"));
+  // The MoE workspace: TP under 0.5.23, MOE_EP under PR #30700.
+  EXPECT_THAT(r.out, HasSubstr("-   moe      on tp"));
+  EXPECT_THAT(r.out, HasSubstr("+   moe      on moe_ep"));
+  const Result same = RunLockstep({"layout", "--tp", "4", "--versus", "reference"});
+  ASSERT_EQ(same.code, kExitOk) << same.err;
+  EXPECT_THAT(same.out, HasSubstr("reference and reference decide the same on this layout"));
+}
+
+TEST(SimCommandTest, VersusNamesTheFirstCallThePoliciesDecideDifferently) {
+  const std::string scenario =
+      std::string(LOCKSTEP_SOURCE_DIR) + "/topologies/scenarios/tp8-llama3-h200.yaml";
+  const Result r = RunLockstep({"sim", scenario, "--versus", "sglang-pr30700"});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("policy reference"));
+  EXPECT_THAT(r.out, HasSubstr("policy sglang-pr30700"));
+  // PR #30700 reduced a 3-D embedding, which the fused kernel refuses.
+  EXPECT_THAT(r.out, HasSubstr("first call decided differently: rank 0 call 0: reference chose "
+                               "fused/one_shot at step 0 embedding, sglang-pr30700 chose custom"));
+  const Result same = RunLockstep({"sim", scenario, "--versus", "reference"});
+  ASSERT_EQ(same.code, kExitOk) << same.err;
+  EXPECT_THAT(same.out, HasSubstr("reference and reference decided every call alike"));
+}
+
+TEST(LayoutCommandTest, ALayoutSglangRefusesWhenItBuildsTheMoeIsRefused) {
+  const Result r =
+      RunLockstep({"layout", "--tp", "4", "--attn-dp", "2", "--attn-cp", "2", "--moe-dp", "2"});
+  EXPECT_EQ(r.code, kExitUsage);
+  EXPECT_THAT(r.err, HasSubstr("SGLang 0.5.23 refuses it when it builds the model"));
 }
 
 TEST(LayoutCommandTest, JsonListsEverySubgroup) {
@@ -45,7 +83,7 @@ TEST(LayoutCommandTest, JsonListsEverySubgroup) {
   ASSERT_EQ(r.code, kExitOk) << r.err;
   const nlohmann::json j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["widths"]["moe_tp"], 4);
-  EXPECT_EQ(j["moe_workspace_group"], "moe_ep");
+  EXPECT_EQ(j["moe_workspace_group"], "tp");  // the merged post-experts reduction group
   bool found = false;
   for (const auto& g : j["groups"]) {
     if (g["name"] == "moe_ep") {
@@ -60,7 +98,7 @@ TEST(LayoutCommandTest, JsonListsEverySubgroup) {
 TEST(LayoutCommandTest, InvalidLayoutExitsTwoWithTheRule) {
   const Result r = RunLockstep({"layout", "--tp", "6", "--ep", "4"});
   EXPECT_EQ(r.code, kExitUsage);
-  EXPECT_THAT(r.err, HasSubstr("tp=6 is not divisible by ep*moe_dp"));
+  EXPECT_THAT(r.err, HasSubstr("tp=6 is not ep*moe_dp*moe_tp for ep=4"));
   EXPECT_THAT(r.out, Not(HasSubstr("groups:")));
 }
 

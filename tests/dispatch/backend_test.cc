@@ -155,9 +155,17 @@ TEST(CustomPredicatesTest, FollowTheCustomAllReduceRules) {
   EXPECT_FALSE(CustomPredicatesHold(s, call, r));
   EXPECT_FALSE(r.Held(Predicate::kNvlinkOrWorldTwo));
 
-  s.group_world_size = 2;  // two PCIe GPUs still qualify
+  // Two PCIe GPUs qualify for the legacy v1 (SGLang 0.5.23 gives a group
+  // without NVLink v1, never v2: ChooseCustomGeneration).
+  s.group_world_size = 2;
+  s.generation = 1;
   r = {};
   EXPECT_TRUE(CustomPredicatesHold(s, call, r));
+  s.generation = 2;
+  r = {};
+  EXPECT_FALSE(CustomPredicatesHold(s, call, r)) << "v2 needs full NVLink";
+  EXPECT_FALSE(r.Held(Predicate::kNvlinkOrWorldTwo));
+  s.generation = 1;
 
   s.same_node = false;
   r = {};

@@ -105,6 +105,7 @@ TEST(DecisionFieldsTest, EveryFieldThatChangesIsNamedAndFingerprintedFieldsMoveT
       {"hidden", [](DecisionRecord& r) { r.call.tensor.dims[1] += 8; }},
       {"dtype", [](DecisionRecord& r) { r.call.tensor.dtype = DType::kFp16; }},
       {"tensor_contiguous", [](DecisionRecord& r) { r.call.tensor.contiguous = false; }},
+      {"norm_fused", [](DecisionRecord& r) { r.norm_fused = !r.norm_fused; }},
       {"workspace_peers",
        [](DecisionRecord& r) { r.workspace_group = GroupId{r.workspace_group.value + 1}; }},
       {"workspace_generation", [](DecisionRecord& r) { r.workspace_generation += 1; }},

@@ -1,5 +1,6 @@
 #include "dispatch/workspace.h"
 
+#include "dispatch/layer_boundary.h"
 #include "gtest/gtest.h"
 
 namespace lockstep {
@@ -30,7 +31,7 @@ TEST(WorkspaceTagsTest, HybridTagsExactlyOneMoeGroupTheExpertGroup) {
 
 TEST(WorkspaceTagsTest, WithoutExpertParallelismTheMoeTpGroupOwnsTheMoeWorkspace) {
   const ParallelLayout layout = Build(8, 1, 2);  // moe_tp = 8 = TP object, attn_tp = 4
-  EXPECT_EQ(MoeWorkspaceRole(layout.widths()), GroupRole::kMoeTp);
+  EXPECT_EQ(MoeTagRole(layout.widths()), GroupRole::kMoeTp);
   const WorkspaceTags tags = TagGroupsForFusedAllReduce(layout, true);
   EXPECT_EQ(CountTagged(tags, WorkspaceKind::kMoe), 1);
   EXPECT_EQ(tags.ForObject(layout.ObjectIndex(GroupRole::kMoeTp)), WorkspaceKind::kMoe);
@@ -49,6 +50,16 @@ TEST(WorkspaceTagsTest, AttentionTagWinsWhenOneObjectServesBoth) {
   const WorkspaceTags tags = TagGroupsForFusedAllReduce(layout, true);
   EXPECT_EQ(tags.ForObject(layout.ObjectIndex(GroupRole::kTp)), WorkspaceKind::kAttnTp);
   EXPECT_EQ(CountTagged(tags, WorkspaceKind::kMoe), 0);
+}
+
+// SGLang 0.5.23 (INCONSISTENCY-1 in docs/FIDELITY.md): when EP and MoE-TP
+// merge, the MoE workspace rendezvouses on TP but the "moe" tag stays on
+// MOE_EP, so the tagged group and the workspace's group differ; the exact
+// peer-set check refuses the pairing on every rank.
+TEST(WorkspaceTagsTest, MergedHybridTagsTheExpertGroupWhileTheWorkspaceSitsOnTp) {
+  const ParallelLayout layout = Build(4, 2);
+  EXPECT_EQ(MoeTagRole(layout.widths()), GroupRole::kMoeEp);
+  EXPECT_EQ(PostExpertsReductionRole(layout.widths()), GroupRole::kTp);
 }
 
 TEST(WorkspaceTagsTest, NothingIsTaggedWithoutAFusedBackend) {

@@ -150,7 +150,8 @@ TEST(FaultKindsTest, ACallFaultPlacedAtAStepFiresAtThatStep) {
   const SimResult third =
       SimulateFault("{kind: kernel_launch_failure, ranks: [2], at_step: 2, at_call: 2}");
   ASSERT_EQ(third.verdict, Verdict::kFailStop) << third.summary;
-  EXPECT_EQ(third.details["site"], "step 2 layer 0 dense_mlp") << third.summary;
+  // (the dense MLP's sum of layer 0 is completed at layer 1's input)
+  EXPECT_EQ(third.details["site"], "step 2 layer 1 dense_deferred") << third.summary;
   // A sticky error from there on: its first call names where it began.
   const SimResult sticky = SimulateFault("{kind: illegal_address, ranks: [0], at_step: 2}");
   ASSERT_EQ(sticky.verdict, Verdict::kFailStop) << sticky.summary;

@@ -3,6 +3,7 @@
 // goes wrong (not because a rule says so), and the report must say why.
 
 #include "dispatch/fused_launch.h"
+#include "dispatch/pr30700_policy.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "sim/sim_run.h"
@@ -35,7 +36,7 @@ name: tp8
 hardware: h200x8
 parallel: {tp: 8}
 model: {name: dense, hidden: 1024, layers: 2}
-dispatch: {max_tokens: 128, custom_allreduce: false}
+dispatch: {fused_backend: true, max_tokens: 128, custom_allreduce: false}
 workload: {steps: 2, tokens: [4], embedding: false}
 )";
 
@@ -44,7 +45,7 @@ name: tp4-ep2
 hardware: h200x8
 parallel: {tp: 4, ep: 2}
 model: {name: moe, hidden: 512, layers: 3, moe: true}
-dispatch: {max_tokens: 128}
+dispatch: {fused_backend: true, max_tokens: 128}
 workload: {steps: 2, tokens: [4], embedding: false}
 )";
 
@@ -53,7 +54,8 @@ TEST(HazardTest, OneRankTakingNcclWhileItsPeersEnterTheFusedKernelHangs) {
   o.customize = [](SimRun& run) { run.ranks[3].wiring.attn_workspace.initialized = false; };
   const SimResult r = Simulated(ScenarioFromYaml(kTp8), o);
   ASSERT_EQ(r.verdict, Verdict::kHang) << r.summary;
-  EXPECT_THAT(r.summary, HasSubstr("rank 3 chose nccl: workspace_initialized=false"));
+  EXPECT_THAT(r.summary, HasSubstr("rank 3 chose nccl:"));
+  EXPECT_THAT(r.summary, HasSubstr("workspace_initialized=false"));
   EXPECT_THAT(r.summary, HasSubstr("ranks 0-2,4-7 chose fused/one_shot"));
   // Every blocked rank is explained: the fused ranks poll for rank 3's push,
   // rank 3 waits in NCCL for the others.
@@ -72,12 +74,22 @@ TEST(HazardTest, OneRankTakingNcclWhileItsPeersEnterTheFusedKernelHangs) {
   EXPECT_EQ(r.details["would_fire"]["what"], "the fused kernel's bounded wait");
 }
 
+// The post-experts sum run as MOE_EP then MOE_TP where PR #30700's review
+// merged it into one TP all-reduce.
+ExitPlan SplitMergedSum(ExitPlan plan) {
+  if (plan.merged && plan.kind == ExitKind::kCompleteNow) {
+    plan.merged = false;
+    plan.reductions = {GroupRole::kMoeEp, GroupRole::kMoeTp};
+  }
+  return plan;
+}
+
 // PR #30700 before its review: both MoE groups tagged, the workspace matched
 // by world size only, and the post-experts reduction run as EP then MoE-TP.
-class BeforeReviewPolicy : public DispatchPolicy {
+class BeforeReviewPolicy : public Pr30700Policy {
  public:
   WorkspaceTags TagGroups(const ParallelLayout& layout, bool enabled) const override {
-    WorkspaceTags tags = DispatchPolicy::TagGroups(layout, enabled);
+    WorkspaceTags tags = Pr30700Policy::TagGroups(layout, enabled);
     tags.by_object[static_cast<size_t>(layout.ObjectIndex(GroupRole::kMoeEp))] =
         WorkspaceKind::kMoe;
     tags.by_object[static_cast<size_t>(layout.ObjectIndex(GroupRole::kMoeTp))] =
@@ -97,12 +109,10 @@ class BeforeReviewPolicy : public DispatchPolicy {
         return b.fused;
       }
     }
-    return DispatchPolicy::Choose(b, call, r);
+    return Pr30700Policy::Choose(b, call, r);
   }
-  PostExpertsPlan PlanPostExperts(const ParallelWidths& w, bool fuse) const override {
-    PostExpertsPlan plan = DispatchPolicy::PlanPostExperts(w, fuse);
-    if (plan.merged) plan.reductions = {GroupRole::kMoeEp, GroupRole::kMoeTp};
-    return plan;
+  ExitPlan PlanFfnExit(const ParallelWidths& w, const ExitInputs& in) const override {
+    return SplitMergedSum(Pr30700Policy::PlanFfnExit(w, in));
   }
 };
 
@@ -125,35 +135,32 @@ TEST(HazardTest, MoeTpAllReduceOnTheEpBoundWorkspaceReducesOverTheWrongPeers) {
 TEST(HazardTest, ReferenceRefusesTheSameBindingOnEveryRankAndStaysClean) {
   // The reference tags only the EP group; forcing the MoE-TP tag on is
   // refused by the exact peer-set check on every rank alike.
-  class BothTagged : public DispatchPolicy {
+  class BothTagged : public Pr30700Policy {
    public:
     WorkspaceTags TagGroups(const ParallelLayout& layout, bool enabled) const override {
-      WorkspaceTags tags = DispatchPolicy::TagGroups(layout, enabled);
+      WorkspaceTags tags = Pr30700Policy::TagGroups(layout, enabled);
       tags.by_object[static_cast<size_t>(layout.ObjectIndex(GroupRole::kMoeTp))] =
           WorkspaceKind::kMoe;
       return tags;
     }
-    PostExpertsPlan PlanPostExperts(const ParallelWidths& w, bool fuse) const override {
-      PostExpertsPlan plan = DispatchPolicy::PlanPostExperts(w, fuse);
-      if (plan.merged) plan.reductions = {GroupRole::kMoeEp, GroupRole::kMoeTp};
-      return plan;
+    ExitPlan PlanFfnExit(const ParallelWidths& w, const ExitInputs& in) const override {
+      return SplitMergedSum(Pr30700Policy::PlanFfnExit(w, in));
     }
   };
   const SimResult r = RunWith<BothTagged>(ScenarioFromYaml(kTp4Ep2));
   EXPECT_EQ(r.verdict, Verdict::kClean) << r.summary;
 }
 
+// The hybrid EP+TP post-experts sum deferred into the next layer's input
+// over MOE_EP (the pre-merge choice) instead of completed over TP now.
 class NoHybridGatePolicy : public DispatchPolicy {
  public:
-  bool ShouldFuseMlpAllReduceWithNextLayer(const ParallelWidths& w,
-                                           const FusionGateInputs& in) const override {
-    ParallelWidths pure = w;
-    pure.moe_tp = 1;  // pretend the layout is not hybrid
-    return DispatchPolicy::ShouldFuseMlpAllReduceWithNextLayer(pure, in);
-  }
-  PostExpertsPlan PlanPostExperts(const ParallelWidths& w, bool fuse) const override {
-    PostExpertsPlan plan = DispatchPolicy::PlanPostExperts(w, fuse);
-    if (fuse) plan.fused_group = GroupRole::kMoeEp;  // the pre-merge choice
+  ExitPlan PlanFfnExit(const ParallelWidths& w, const ExitInputs& in) const override {
+    ExitPlan plan = DispatchPolicy::PlanFfnExit(w, in);
+    if (!w.IsHybridEpTp() || in.ffn != FfnKind::kMoe || in.terminal) return plan;
+    plan.kind = ExitKind::kDefer;
+    plan.group = GroupRole::kMoeEp;
+    plan.reductions.clear();
     return plan;
   }
 };
@@ -209,7 +216,7 @@ TEST(HazardTest, ARankWithAnotherTokenCountBreaksTheLamportProtocol) {
 
 TEST(HazardTest, AnotherTokenCountOnNcclIsACountMismatch) {
   Scenario s = ScenarioFromYaml(kTp8);
-  s.dispatch.fused_backend = false;
+  s.dispatch.fused_backend = FusionBackendFlag::kNone;
   SimOptions o;
   o.customize = [](SimRun& run) { run.token_skew[6] = 3; };
   const SimResult r = Simulated(s, o);

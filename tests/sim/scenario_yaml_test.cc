@@ -82,7 +82,7 @@ TEST(ScenarioYamlTest, ImpossibleLayoutsCarryTheRule) {
   EXPECT_THAT(
       ParseError("name: x\nhardware: h200x8\nparallel: {tp: 6, ep: 4}\nmodel: llama-3-70b\n")
           .message(),
-      HasSubstr("bad.yaml:3: parallel: tp=6 is not divisible by ep*moe_dp"));
+      HasSubstr("bad.yaml:3: parallel: tp=6 is not ep*moe_dp*moe_tp for ep=4"));
 }
 
 TEST(ScenarioYamlTest, WorldsBeyondTheHardwareAreRejected) {
