@@ -91,8 +91,14 @@ absl::StatusOr<std::string> DescribeHwPlan(const Scenario& input, const std::str
                                              layout->objects()[static_cast<size_t>(e.object)].name);
     if (!by_site.count(site)) order.push_back(site);
     std::string choice(BackendKindName(e.backend));
+    // The protocol the GPU runs: the kernel, its algorithm, the fused norm
+    // epilogue and its grid, as the simulated run decided them.
     if (e.algorithm != Algorithm::kNone) {
       choice += absl::StrFormat(" %s", AlgorithmName(e.algorithm));
+    }
+    if (e.norm_fused) choice += "+rmsnorm";
+    if (e.backend == BackendKind::kFused || e.backend == BackendKind::kCustom) {
+      choice += absl::StrFormat(" %d blk", e.blocks);
     }
     choice += absl::StrFormat(" (%d tokens)", e.tokens);
     by_site[site][choice].push_back(e.rank);

@@ -10,6 +10,8 @@ CallOutcome RecordDispatchedCall(TraceEvent event, const DecisionRecord& record,
                                  const absl::Status& status, const ParallelLayout& layout) {
   event.backend = record.backend;
   event.algorithm = record.algorithm;
+  event.norm_fused = record.norm_fused;
+  event.blocks = record.blocks;
   event.seq = record.seq;
   event.failed = !status.ok();
   CallOutcome out{event, std::nullopt};

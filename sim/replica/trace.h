@@ -25,6 +25,10 @@ struct TraceEvent {
   GroupId group;
   BackendKind backend = BackendKind::kNccl;
   Algorithm algorithm = Algorithm::kNone;
+  // The launch the chosen kernel runs (not hashed: they follow from the
+  // decision): the fused residual + RMSNorm epilogue, blocks per rank.
+  bool norm_fused = false;
+  int32_t blocks = 0;
   int64_t tokens = 0;
   uint64_t seq = 0;  // call index on the group coordinator
   int64_t begin_ns = 0;

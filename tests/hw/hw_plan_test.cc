@@ -7,10 +7,10 @@
 #include <string>
 #include <vector>
 
+#include "cli/commands.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "hw/hw_compare.h"
-#include "cli/commands.h"
 
 namespace lockstep::hw {
 namespace {
@@ -34,7 +34,9 @@ TEST(HwPlanTest, DryRunNamesRanksGroupsWorkspacesAndTheBackendOfEverySite) {
   EXPECT_THAT(plan, HasSubstr("attn_tp [0,1]: 512 tokens x 2048 bf16"));
   EXPECT_THAT(plan, HasSubstr("moe [0,1]: 512 tokens x 2048 bf16"));
   EXPECT_THAT(plan, HasSubstr("step 0 layer 0 attn_out"));
-  EXPECT_THAT(plan, HasSubstr("fused one_shot (1 tokens)"));
+  // The protocol per site: kernel, algorithm, the fused norm epilogue, grid.
+  EXPECT_THAT(plan, HasSubstr("fused one_shot 1 blk (1 tokens)"));
+  EXPECT_THAT(plan, HasSubstr("fused one_shot+rmsnorm 1 blk (1 tokens)"));
   EXPECT_THAT(plan, HasSubstr("simulated verdict of this plan: clean"));
 }
 
