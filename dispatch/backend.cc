@@ -1,5 +1,7 @@
 #include "dispatch/backend.h"
 
+#include "dispatch/kernel_shape.h"
+
 namespace lockstep {
 
 std::string_view FusedCapacityRuleName(FusedCapacityRule rule) {
@@ -42,11 +44,9 @@ bool Fits(const FusedAgreedState& s, const Workspace& ws, const TensorDesc& t, D
     case FusedCapacityRule::kPerDimension:
       return PerDimensionFits(ws, t, r);
     case FusedCapacityRule::kMnnvl:
-      // flashinfer_comm_fusion.py:977-981 @ 0.5.23, then FlashInfer's
+      // flashinfer_comm_fusion.py:977-981 @ 0.5.23 (hidden alignment, checked
+      // for every rule by KernelRunsRows), then FlashInfer's
       // is_buffer_size_sufficient (SGLang's fallback: per dimension).
-      if (!r.Check(Predicate::kHiddenAligned, (t.hidden() * DTypeSize(t.dtype)) % 16 == 0)) {
-        return false;
-      }
       return PerDimensionFits(ws, t, r);
     case FusedCapacityRule::kTrtllm:
       // flashinfer_comm_fusion.py:1003-1008 @ 0.5.23: total elements.
@@ -57,6 +57,12 @@ bool Fits(const FusedAgreedState& s, const Workspace& ws, const TensorDesc& t, D
       return r.Check(Predicate::kDtypeMatches, t.dtype == ws.capacity.dtype);
   }
   return false;
+}
+
+// Rows of whole 16-byte vectors: what lockstep's kernels need of every
+// fused call (dispatch/kernel_shape.h), and what SGLang checks for MNNVL.
+bool KernelRunsRows(const TensorDesc& t, DecisionRecord& r) {
+  return r.Check(Predicate::kHiddenAligned, RowIsWholeVectors(t.hidden(), DTypeSize(t.dtype)));
 }
 
 }  // namespace
@@ -71,6 +77,7 @@ bool FusedPredicatesHold(const FusedAgreedState& s, const CallDesc& call, Decisi
   if (!r.Check(Predicate::kTwoDimensional, t.ndim == 2)) return false;
   if (!r.Check(Predicate::kContiguous, t.contiguous)) return false;
   if (!WorkspaceMatches(s, *ws, r)) return false;
+  if (!KernelRunsRows(t, r)) return false;
   return Fits(s, *ws, t, r);
 }
 
@@ -91,6 +98,7 @@ bool FusedNormPredicatesHold(const FusedAgreedState& s, const CallDesc& call, De
   if (!r.Check(Predicate::kTwoDimensional, t.ndim == 2)) return false;
   if (!r.Check(Predicate::kContiguous, t.contiguous)) return false;
   if (!WorkspaceMatches(s, *ws, r)) return false;
+  if (!KernelRunsRows(t, r)) return false;
   r.workspace_capacity = ws->capacity;
   return PerDimensionFits(*ws, t, r);
 }

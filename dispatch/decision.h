@@ -61,7 +61,7 @@ enum class Predicate : uint8_t {
   kNvlinkOrWorldTwo,  // world size 2, or every pair linked by NVLink
   kSameNode,          // every rank of the group on one node
   // Fused kAllReduce, by FlashInfer backend (SGLang 0.5.23).
-  kHiddenAligned,  // mnnvl: hidden % (16 / element size) == 0
+  kHiddenAligned,  // a row is whole 16-byte vectors (lockstep's kernels; SGLang's mnnvl check)
   kElementsFit,    // trtllm: tokens * hidden <= max_tokens * workspace hidden
   // Fused AR + residual + RMSNorm on an explicit workspace (SGLang 0.5.23's
   // flashinfer_ar_fusion_applies and flashinfer_allreduce_residual_rmsnorm).

@@ -242,31 +242,23 @@ int MaxCoResidentBlocksPerRank(const LamportLaunch& launch) {
 }
 
 absl::Status LaunchLamport(LamportLaunch launch, cudaStream_t stream) {
-  const int vec = 16 / protocol::ElemBytes(launch.elem);
-  if (launch.world < 1 || launch.world > kMaxPeers) {
-    return absl::InvalidArgumentError(
-        absl::StrFormat("world %d: the kernels serve 1 to %d ranks", launch.world, kMaxPeers));
+  // The shape rules are the dispatch core's (dispatch/kernel_shape.h): the
+  // fused backend's predicates refused any call they refuse, on every rank.
+  LamportShape shape;
+  shape.world = launch.world;
+  shape.elems = launch.elems;
+  shape.hidden = launch.hidden;
+  shape.elem_bytes = protocol::ElemBytes(launch.elem);
+  shape.rms_norm = launch.rms_norm;
+  shape.two_shot = launch.two_shot;
+  if (const std::string why = LamportShapeRefusal(shape); !why.empty()) {
+    return absl::InvalidArgumentError(why);
   }
   if (launch.virtual_ranks < 1 || launch.virtual_ranks > kMaxVirtualRanks) {
     return absl::InvalidArgumentError(
         absl::StrFormat("%d virtual ranks: at most %d", launch.virtual_ranks, kMaxVirtualRanks));
   }
-  if (launch.elems <= 0 || launch.elems % vec != 0) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "%d elements: the kernels move 16-byte vectors, so elements must be a positive multiple "
-        "of %d",
-        launch.elems, vec));
-  }
-  if (launch.rms_norm) {
-    if (launch.two_shot) {
-      return absl::InvalidArgumentError("the fused AR + RMSNorm kernel is one-shot only");
-    }
-    if (launch.hidden <= 0 || launch.hidden % vec != 0 || launch.elems % launch.hidden != 0) {
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "hidden %d: the norm needs whole rows of 16-byte vectors", launch.hidden));
-    }
-    launch.continue_on_failure = true;
-  }
+  if (launch.rms_norm) launch.continue_on_failure = true;
   const int threads = ThreadsFor(launch);
   if (launch.rms_norm) {
     // One block per row (token), at most 1024: a row is normalised by the

@@ -6,11 +6,12 @@
 
 #include <stdint.h>
 
+#include "dispatch/kernel_shape.h"
 #include "kernels/protocol/lamport.h"
 
 namespace lockstep::cuda {
 
-inline constexpr int kMaxPeers = 8;  // ranks of one workspace
+inline constexpr int kMaxPeers = kKernelMaxPeers;  // ranks of one workspace
 inline constexpr int kMaxVirtualRanks = 8;
 
 // Why a rank's call failed; written by the kernel in device memory.

@@ -55,7 +55,7 @@ TEST(DecisionRecordTest, DifferingPredicatesFindTheDivergentInput) {
   EXPECT_THAT(DifferingPredicates(a, b),
               ElementsAre(Predicate::kWorkspaceInitialized, Predicate::kWorkspaceWorldSize,
                           Predicate::kWorkspacePeers, Predicate::kTokensFit, Predicate::kHiddenFits,
-                          Predicate::kDtypeMatches));
+                          Predicate::kDtypeMatches, Predicate::kHiddenAligned));
   EXPECT_THAT(DifferingPredicates(a, a), ::testing::IsEmpty());
 }
 

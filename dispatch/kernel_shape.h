@@ -1,0 +1,45 @@
+// What lockstep's Lamport kernels (kernels/cuda/allreduce_kernels.cu) can
+// run, in one place: the fused backend's predicates refuse a call the
+// kernels would refuse (so every rank falls back together, before anyone
+// launches), and the launcher checks the same function before it launches.
+//
+//   if (std::string_view why = LamportShapeRefusal(shape); !why.empty()) ...
+//   // "hidden 4100 of 2-byte elements is not a whole number of 16-byte vectors"
+
+#ifndef LOCKSTEP_DISPATCH_KERNEL_SHAPE_H_
+#define LOCKSTEP_DISPATCH_KERNEL_SHAPE_H_
+
+#include <cstdint>
+#include <string>
+
+namespace lockstep {
+
+// The kernels move 16-byte vectors: a row (and so every message) must be a
+// whole number of them.
+inline constexpr int kKernelVectorBytes = 16;
+// Ranks of one workspace the kernels serve (the peer table is passed by
+// value in the launch). The simulator does not yet refuse wider groups: the
+// GB200 scenarios model FlashInfer's MNNVL kernels, which serve 72 ranks
+// (docs/FIDELITY.md).
+inline constexpr int kKernelMaxPeers = 8;
+
+struct LamportShape {
+  int world = 1;
+  int64_t elems = 0;   // per rank
+  int64_t hidden = 0;  // row length
+  int64_t elem_bytes = 2;
+  bool rms_norm = false;  // the fused residual + RMSNorm epilogue (one-shot only)
+  bool two_shot = false;
+};
+
+// Whether a row of `hidden` elements of `elem_bytes` is whole 16-byte vectors.
+constexpr bool RowIsWholeVectors(int64_t hidden, int64_t elem_bytes) {
+  return hidden > 0 && elem_bytes > 0 && (hidden * elem_bytes) % kKernelVectorBytes == 0;
+}
+
+// Why the kernels refuse `shape`, or an empty string when they run it.
+std::string LamportShapeRefusal(const LamportShape& shape);
+
+}  // namespace lockstep
+
+#endif  // LOCKSTEP_DISPATCH_KERNEL_SHAPE_H_

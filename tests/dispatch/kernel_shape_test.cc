@@ -1,0 +1,126 @@
+// The simulator and the GPU agree on every shape by construction: whenever
+// the fused backend's predicates (dispatch/backend.h) admit a call, the
+// launch the GPU backend builds from it (kernels/cuda/gpu_backends.cc
+// MakeLaunch: elems = tokens * hidden, the norm epilogue one-shot, the
+// algorithm from SelectFusedAlgorithm) passes the kernels' shape rules
+// (LamportShapeRefusal, which LaunchLamport checks); and a shape the kernels
+// refuse is refused by the predicates, on every rank alike.
+
+#include "dispatch/kernel_shape.h"
+
+#include <string>
+#include <vector>
+
+#include "dispatch/backend.h"
+#include "dispatch/fused_launch.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace lockstep {
+namespace {
+
+using ::testing::HasSubstr;
+
+TEST(KernelShapeTest, TheKernelsRules) {
+  LamportShape s;
+  s.world = 8;
+  s.hidden = 7168;
+  s.elems = 4 * 7168;
+  EXPECT_EQ(LamportShapeRefusal(s), "");
+  s.world = 16;
+  EXPECT_THAT(LamportShapeRefusal(s), HasSubstr("the kernels serve 1 to 8 ranks"));
+  s.world = 8;
+  s.hidden = 4100;  // 8200 bytes: not whole 16-byte vectors
+  s.elems = 4100;
+  EXPECT_THAT(LamportShapeRefusal(s), HasSubstr("16-byte vectors"));
+  s.elems = 2 * 4100;  // the message is whole vectors, a row is not
+  EXPECT_EQ(LamportShapeRefusal(s), "");
+  s.rms_norm = true;
+  EXPECT_THAT(LamportShapeRefusal(s), HasSubstr("the norm needs whole rows"));
+  s.hidden = 4096;
+  s.elems = 4096;
+  s.two_shot = true;
+  EXPECT_THAT(LamportShapeRefusal(s), HasSubstr("one-shot only"));
+}
+
+struct Sweep {
+  std::vector<int64_t> hidden = {512, 1000, 1001, 2048, 4100, 4104, 7168, 8192};
+  std::vector<int64_t> tokens = {1, 3, 16, 64, 255, 1024, 4096};
+  std::vector<DType> dtypes = {DType::kBf16, DType::kFp16, DType::kFp32};
+  std::vector<int> worlds = {2, 4, 8};
+  std::vector<FusedCapacityRule> rules = {FusedCapacityRule::kPerDimension,
+                                          FusedCapacityRule::kTrtllm, FusedCapacityRule::kMnnvl};
+};
+
+TEST(KernelShapeTest, EveryCallThePredicatesAdmitIsOneTheKernelsRun) {
+  const Sweep sweep;
+  int admitted = 0, refused_for_shape = 0;
+  for (int world : sweep.worlds) {
+    for (DType dtype : sweep.dtypes) {
+      for (int64_t hidden : sweep.hidden) {
+        // A workspace wide enough for every call of the sweep: capacity never
+        // decides, the shape does.
+        Workspace ws;
+        ws.kind = WorkspaceKind::kAttnTp;
+        ws.group = GroupId{0};
+        ws.world_size = world;
+        ws.capacity = WorkspaceCapacity{4096, hidden, dtype};
+        ws.initialized = true;
+        for (FusedCapacityRule rule : sweep.rules) {
+          FusedAgreedState state;
+          state.library_available = true;
+          state.workspace = &ws;
+          state.group = GroupId{0};
+          state.group_world_size = world;
+          state.capacity_rule = rule;
+          state.norm_path = true;
+          state.norm_max_tokens = 4096;
+          for (int64_t tokens : sweep.tokens) {
+            for (bool norm : {false, true}) {
+              CallDesc call;
+              call.tensor = TensorDesc::Matrix(tokens, hidden, dtype);
+              if (norm) {
+                call.context.pattern = FusionPattern::kAllReduceResidualRmsNorm;
+                call.context.norm_workspace = WorkspaceKind::kAttnTp;
+              }
+              DecisionRecord r;
+              const bool held = norm ? FusedNormPredicatesHold(state, call, r)
+                                     : FusedPredicatesHold(state, call, r);
+              // The launch the GPU backend makes of this call.
+              LamportShape shape;
+              shape.world = world;
+              shape.elems = tokens * hidden;
+              shape.hidden = hidden;
+              shape.elem_bytes = DTypeSize(dtype);
+              shape.rms_norm = norm;
+              shape.two_shot =
+                  !norm && SelectFusedAlgorithm(call.tensor.bytes(), world) == Algorithm::kTwoShot;
+              const std::string why = LamportShapeRefusal(shape);
+              SCOPED_TRACE(::testing::Message()
+                           << "world " << world << " dtype " << DTypeSize(dtype) << "B hidden "
+                           << hidden << " tokens " << tokens << " norm " << norm << " rule "
+                           << static_cast<int>(rule));
+              if (held) {
+                ++admitted;
+                EXPECT_EQ(why, "") << "the predicates admit a call the kernels refuse";
+              }
+              if (!why.empty()) {
+                // Refused before anyone launches, and for its shape.
+                EXPECT_FALSE(held);
+                EXPECT_TRUE(r.Evaluated(Predicate::kHiddenAligned));
+                EXPECT_FALSE(r.Held(Predicate::kHiddenAligned));
+                ++refused_for_shape;
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  // The sweep exercises both sides.
+  EXPECT_GT(admitted, 1000);
+  EXPECT_GT(refused_for_shape, 100);
+}
+
+}  // namespace
+}  // namespace lockstep
