@@ -9,6 +9,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "tests/scratch_dir.h"
 
 namespace lockstep::cli {
 namespace {
@@ -139,7 +140,7 @@ TEST(SimCommandTest, HybridScenarioIsCleanAndExitsZero) {
 }
 
 TEST(SimCommandTest, WritesAReplayableReportATraceAndNoDotWithoutAHang) {
-  const std::string dir = ::testing::TempDir();
+  const std::string dir = lockstep::testing::ScratchDir();
   const std::string report = dir + "/report.json", trace = dir + "/trace.json",
                     dot = dir + "/graph.dot";
   std::remove(dot.c_str());
@@ -164,7 +165,7 @@ TEST(SimCommandTest, JsonOutputIsTheReport) {
 }
 
 TEST(SimCommandTest, BadScenarioExitsTwoNamingFileAndLine) {
-  const std::string path = ::testing::TempDir() + "/bad.yaml";
+  const std::string path = lockstep::testing::ScratchDir() + "/bad.yaml";
   std::ofstream(path) << "name: x\nhardware: h200x8\nparallel: {tp: 2}\nmodell: llama-3-70b\n";
   const Result r =
       RunLockstep({"sim", path, "--catalogue", std::string(LOCKSTEP_SOURCE_DIR) + "/topologies"});
@@ -179,7 +180,7 @@ TEST(SimCommandTest, MissingScenarioArgumentIsUsage) {
 }
 
 TEST(SimCommandTest, UnexpectedVerdictExitsOne) {
-  const std::string path = ::testing::TempDir() + "/expect_hang.yaml";
+  const std::string path = lockstep::testing::ScratchDir() + "/expect_hang.yaml";
   std::ofstream(path) << "name: x\nhardware: h200x8\nparallel: {tp: 2}\nmodel: llama-3-70b\n"
                          "workload: {layers: 1}\nexpect: hang\n";
   const Result r =

@@ -15,6 +15,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "sim/scenario/scenario_yaml.h"
+#include "tests/scratch_dir.h"
 
 namespace lockstep::faults {
 namespace {
@@ -96,7 +97,7 @@ TEST(FaultKindsTest, EachStageHasItsEffectAndGpusInjectWhatActsOutsideTheMemoryM
 
 // A scenario file with one fault entry, run through the command line.
 int RunSim(const std::string& fault, std::string* err) {
-  const std::string path = ::testing::TempDir() + "/fault_key.yaml";
+  const std::string path = lockstep::testing::ScratchDir() + "/fault_key.yaml";
   {
     std::ofstream out(path);
     out << "version: 1\nname: fault-key\nhardware: h200x8\nparallel: {tp: 4}\n"

@@ -15,6 +15,7 @@
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "tests/gpu/gpu_test_environment.h"
+#include "tests/scratch_dir.h"
 
 namespace lockstep {
 namespace {
@@ -38,7 +39,7 @@ std::string Setting(const char* name, const char* built) {
 // Runs `lockstep hw SCENARIO ARGS` on two ranks; the report is rank 0's.
 HwRun RunHw(const std::string& scenario, const std::string& args) {
   const std::string report =
-      absl::StrFormat("%s/hw_report_%d.json", ::testing::TempDir(), getpid());
+      absl::StrFormat("%s/hw_report_%d.json", lockstep::testing::ScratchDir(), getpid());
   std::remove(report.c_str());
   const std::string command =
       absl::StrFormat("%s -n 2 %s %s hw %s/topologies/scenarios/hw/%s --report %s %s 2>&1",

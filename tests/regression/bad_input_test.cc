@@ -13,6 +13,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/regression/regression_util.h"
+#include "tests/scratch_dir.h"
 
 namespace lockstep::regression {
 namespace {
@@ -36,7 +37,7 @@ CliResult RunLockstep(std::vector<std::string> args) {
 
 // Writes `yaml` to a fresh file named `name` and returns its path.
 std::string WriteScenario(const std::string& name, const std::string& yaml) {
-  const std::string dir = ::testing::TempDir() + "/lockstep_bad_input";
+  const std::string dir = lockstep::testing::ScratchDir() + "/bad_input";
   std::filesystem::create_directories(dir);
   const std::string path = dir + "/" + name;
   std::ofstream(path, std::ios::binary | std::ios::trunc) << yaml;
@@ -195,7 +196,7 @@ TEST(BadInputTest, FaultTargetsOutsideTheWorldAreRejected) {
 }
 
 TEST(BadInputTest, ExploreAndMutantsRefuseADirectoryHoldingABadFile) {
-  const std::string dir = ::testing::TempDir() + "/lockstep_bad_dir";
+  const std::string dir = lockstep::testing::ScratchDir() + "/bad_dir";
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir + "/faults");
   std::filesystem::copy_file(ScenarioPath("tp4-ep2-qwen3-h200"), dir + "/good.yaml");
@@ -212,7 +213,7 @@ TEST(BadInputTest, ExploreAndMutantsRefuseADirectoryHoldingABadFile) {
 }
 
 TEST(BadInputTest, AMissingFileIsNamed) {
-  const std::string path = ::testing::TempDir() + "/lockstep_no_such_scenario.yaml";
+  const std::string path = lockstep::testing::ScratchDir() + "/no_such_scenario.yaml";
   const CliResult r = RunLockstep({"sim", path});
   EXPECT_EQ(r.code, cli::kExitUsage);
   EXPECT_THAT(r.err, HasSubstr(path + ": cannot open file"));

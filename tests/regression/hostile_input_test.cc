@@ -37,6 +37,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "tests/scratch_dir.h"
 
 namespace lockstep::regression {
 namespace {
@@ -103,7 +104,7 @@ std::string DecodeBytes(const std::string& text) {
 class HostileInputTest : public ::testing::TestWithParam<Case> {
  protected:
   void SetUp() override {
-    dir_ = fs::path(::testing::TempDir()) / "lockstep_hostile" /
+    dir_ = fs::path(lockstep::testing::ScratchDir()) / "hostile" /
            (GetParam().file + "_" + GetParam().name);
     fs::remove_all(dir_);
     fs::create_directories(dir_);
