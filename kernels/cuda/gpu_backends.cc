@@ -200,6 +200,29 @@ absl::StatusOr<ncclDataType_t> NcclType(DType dtype) {
   return absl::InvalidArgumentError("the tensor has no element type (DType::kUnset)");
 }
 
+bool NcclFailed(ncclResult_t r) { return r != ncclSuccess && r != ncclInProgress; }
+
+// Unequal per-member counts: one grouped call per member, `call(m, offset)`
+// with `offset` the member's first element; the first error, or success.
+template <typename Call>
+ncclResult_t PerMemberGroup(std::span<const int64_t> counts, Call call) {
+  ncclResult_t r = ncclSuccess;
+  ncclGroupStart();
+  int64_t offset = 0;
+  for (size_t m = 0; m < counts.size(); ++m) {
+    if (ncclResult_t rr = call(static_cast<int>(m), offset); NcclFailed(rr) && !NcclFailed(r)) {
+      r = rr;
+    }
+    offset += counts[m];
+  }
+  if (ncclResult_t rr = ncclGroupEnd(); NcclFailed(rr) && !NcclFailed(r)) r = rr;
+  return r;
+}
+
+bool EqualCounts(std::span<const int64_t> counts) {
+  return std::all_of(counts.begin(), counts.end(), [&](int64_t c) { return c == counts.front(); });
+}
+
 }  // namespace
 
 absl::Status GpuNcclBackend::ReduceScatter(const void* in, void* out,
@@ -208,28 +231,16 @@ absl::Status GpuNcclBackend::ReduceScatter(const void* in, void* out,
   absl::StatusOr<ncclDataType_t> type = NcclType(dtype);
   if (!type.ok()) return type.status();
   const int64_t esize = DTypeSize(dtype);
-  const bool equal =
-      std::all_of(counts.begin(), counts.end(), [&](int64_t c) { return c == counts.front(); });
-  ncclResult_t r = ncclSuccess;
-  if (equal) {
-    r = ncclReduceScatter(in, out, static_cast<size_t>(counts.front()), *type, ncclSum, comm_,
-                          stream_);
-  } else {
-    ncclGroupStart();
-    int64_t offset = 0;
-    for (size_t m = 0; m < counts.size(); ++m) {
-      const auto* send = static_cast<const char*>(in) + offset * esize;
-      if (ncclResult_t rr = ncclReduce(send, static_cast<int>(m) == member ? out : nullptr,
-                                       static_cast<size_t>(counts[m]), *type, ncclSum,
-                                       static_cast<int>(m), comm_, stream_);
-          rr != ncclSuccess && rr != ncclInProgress) {
-        r = rr;
-      }
-      offset += counts[m];
-    }
-    if (ncclResult_t rr = ncclGroupEnd(); rr != ncclSuccess && rr != ncclInProgress) r = rr;
-  }
-  if (r != ncclSuccess && r != ncclInProgress) {
+  const ncclResult_t r =
+      EqualCounts(counts) ? ncclReduceScatter(in, out, static_cast<size_t>(counts.front()), *type,
+                                              ncclSum, comm_, stream_)
+                          : PerMemberGroup(counts, [&](int m, int64_t offset) {
+                              return ncclReduce(static_cast<const char*>(in) + offset * esize,
+                                                m == member ? out : nullptr,
+                                                static_cast<size_t>(counts[static_cast<size_t>(m)]),
+                                                *type, ncclSum, m, comm_, stream_);
+                            });
+  if (NcclFailed(r)) {
     return absl::InternalError(
         absl::StrFormat("ncclReduceScatter on %s: %s", name_, ncclGetErrorString(r)));
   }
@@ -241,27 +252,16 @@ absl::Status GpuNcclBackend::AllGather(const void* in, void* out, std::span<cons
   absl::StatusOr<ncclDataType_t> type = NcclType(dtype);
   if (!type.ok()) return type.status();
   const int64_t esize = DTypeSize(dtype);
-  const bool equal =
-      std::all_of(counts.begin(), counts.end(), [&](int64_t c) { return c == counts.front(); });
-  ncclResult_t r = ncclSuccess;
-  if (equal) {
-    r = ncclAllGather(in, out, static_cast<size_t>(counts.front()), *type, comm_, stream_);
-  } else {
-    ncclGroupStart();
-    int64_t offset = 0;
-    for (size_t m = 0; m < counts.size(); ++m) {
-      auto* recv = static_cast<char*>(out) + offset * esize;
-      if (ncclResult_t rr = ncclBroadcast(static_cast<int>(m) == member ? in : recv, recv,
-                                          static_cast<size_t>(counts[m]), *type,
-                                          static_cast<int>(m), comm_, stream_);
-          rr != ncclSuccess && rr != ncclInProgress) {
-        r = rr;
-      }
-      offset += counts[m];
-    }
-    if (ncclResult_t rr = ncclGroupEnd(); rr != ncclSuccess && rr != ncclInProgress) r = rr;
-  }
-  if (r != ncclSuccess && r != ncclInProgress) {
+  const ncclResult_t r =
+      EqualCounts(counts)
+          ? ncclAllGather(in, out, static_cast<size_t>(counts.front()), *type, comm_, stream_)
+          : PerMemberGroup(counts, [&](int m, int64_t offset) {
+              auto* recv = static_cast<char*>(out) + offset * esize;
+              return ncclBroadcast(m == member ? in : recv, recv,
+                                   static_cast<size_t>(counts[static_cast<size_t>(m)]), *type, m,
+                                   comm_, stream_);
+            });
+  if (NcclFailed(r)) {
     return absl::InternalError(
         absl::StrFormat("ncclAllGather on %s: %s", name_, ncclGetErrorString(r)));
   }

@@ -233,6 +233,20 @@ class WorkloadProgram {
   }
 
   // Attention DP: the FFN output of `exit` returned to this rank's rows.
+  // The MoE output of `owed` is complete and replicated over ATTN_TP: a
+  // policy that reduces it once more there counts each contribution attn_tp
+  // times (SGLang #31699, #37199). The reference never does.
+  bool ReduceReplicatedAgain(const SiteRef& owed, int64_t rows, const ExpectedRanks& expected,
+                             Data& data) {
+    if (!host_.Policy().ReduceReplicatedOutput(w_)) return true;
+    const SiteRef again{owed.step, owed.layer, SiteKind::kMoeReplicated};
+    if (!host_.Reduce(again, GroupRole::kAttnTp, TensorDesc::Matrix(rows, Hidden(), Dtype()), data,
+                      Context(FusionPattern::kAllReduce, WorkspaceKind::kNone))) {
+      return false;
+    }
+    return host_.Check(again, owed.Instance(), expected, data);
+  }
+
   // `kept`, when given, receives this rank's returned rows.
   bool DpReturn(const SiteRef& owed, const ExitPlan& exit, const ExpectedRanks& expected,
                 int64_t t_dp, Data* kept = nullptr) {
@@ -442,15 +456,7 @@ class WorkloadProgram {
           Data data = host_.Input(owed.Instance(), rows * Hidden());
           if (!ReduceAll(owed, exit.reductions, rows, data)) return false;
           if (!host_.Check(owed, owed.Instance(), expected, data)) return false;
-          if (moe_layer && policy.ReduceReplicatedOutput(w_)) {
-            const SiteRef again{step, layer, SiteKind::kMoeReplicated};
-            if (!host_.Reduce(again, GroupRole::kAttnTp,
-                              TensorDesc::Matrix(rows, Hidden(), Dtype()), data,
-                              Context(FusionPattern::kAllReduce, WorkspaceKind::kNone))) {
-              return false;
-            }
-            if (!host_.Check(again, owed.Instance(), expected, data)) return false;
-          }
+          if (moe_layer && !ReduceReplicatedAgain(owed, rows, expected, data)) return false;
           break;
         }
         case ExitKind::kReduceScatterV:
@@ -458,17 +464,7 @@ class WorkloadProgram {
         case ExitKind::kAllReduceThenScatter: {
           Data kept;
           if (!DpReturn(owed, exit, expected, t_dp, &kept)) return false;
-          // The rows are complete and replicated over ATTN_TP: a policy that
-          // reduces them again counts each attn_tp times (SGLang #31699).
-          if (moe_layer && policy.ReduceReplicatedOutput(w_)) {
-            const SiteRef again{step, layer, SiteKind::kMoeReplicated};
-            if (!host_.Reduce(again, GroupRole::kAttnTp,
-                              TensorDesc::Matrix(t_dp, Hidden(), Dtype()), kept,
-                              Context(FusionPattern::kAllReduce, WorkspaceKind::kNone))) {
-              return false;
-            }
-            if (!host_.Check(again, owed.Instance(), expected, kept)) return false;
-          }
+          if (moe_layer && !ReduceReplicatedAgain(owed, t_dp, expected, kept)) return false;
           break;
         }
       }
