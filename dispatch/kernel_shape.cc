@@ -5,7 +5,7 @@
 namespace lockstep {
 
 std::string LamportShapeRefusal(const LamportShape& s) {
-  if (s.world < 1 || s.world > kKernelMaxPeers) {
+  if (!KernelServesWorld(s.world)) {
     return absl::StrFormat("world %d: the kernels serve 1 to %d ranks", s.world, kKernelMaxPeers);
   }
   if (s.elem_bytes <= 0 || s.elems <= 0 || (s.elems * s.elem_bytes) % kKernelVectorBytes != 0) {

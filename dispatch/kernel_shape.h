@@ -17,11 +17,16 @@ namespace lockstep {
 // The kernels move 16-byte vectors: a row (and so every message) must be a
 // whole number of them.
 inline constexpr int kKernelVectorBytes = 16;
-// Ranks of one workspace the kernels serve (the peer table is passed by
-// value in the launch). The simulator does not yet refuse wider groups: the
-// GB200 scenarios model FlashInfer's MNNVL kernels, which serve 72 ranks
-// (docs/FIDELITY.md).
-inline constexpr int kKernelMaxPeers = 8;
+// Ranks of one workspace the kernels serve: one NVL72 domain, as FlashInfer's
+// MNNVL kernels (the peer table lives in device memory, one entry per rank).
+// A wider group's workspace fails at set-up on every member (the simulator's
+// HardwareModel::FusedKernelReachable, the hardware runner's
+// hw::FusedKernelReachable), so the vote turns the fused path off on all of
+// them together.
+inline constexpr int kKernelMaxPeers = 72;
+
+// Whether the kernels serve a workspace of `world` ranks.
+constexpr bool KernelServesWorld(int64_t world) { return world >= 1 && world <= kKernelMaxPeers; }
 
 struct LamportShape {
   int world = 1;

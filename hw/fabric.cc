@@ -6,6 +6,8 @@
 
 #include <cstring>
 
+#include "dispatch/kernel_shape.h"
+
 namespace lockstep::hw {
 namespace {
 
@@ -52,6 +54,7 @@ bool SameHost(const std::vector<FabricInfo>& all, std::span<const int> ranks) {
 }
 
 bool FusedKernelReachable(const std::vector<FabricInfo>& all, std::span<const int> ranks) {
+  if (!KernelServesWorld(static_cast<int64_t>(ranks.size()))) return false;
   const FabricInfo& a = all[static_cast<size_t>(ranks.front())];
   for (int r : ranks) {
     const FabricInfo& b = all[static_cast<size_t>(r)];

@@ -24,7 +24,8 @@ struct FabricInfo {
 FabricInfo ProbeFabric(int device);
 
 // Whether the GPUs of `ranks` (indices into `all`) reach each other over
-// NVLink: one host, or one completed MNNVL clique of one cluster.
+// NVLink (one host, or one completed MNNVL clique of one cluster), and the
+// kernels serve that many ranks (dispatch/kernel_shape.h).
 bool FusedKernelReachable(const std::vector<FabricInfo>& all, std::span<const int> ranks);
 
 // Whether every rank of `ranks` is on one host.

@@ -12,7 +12,9 @@
 namespace lockstep::cuda {
 
 inline constexpr int kMaxPeers = kKernelMaxPeers;  // ranks of one workspace
-inline constexpr int kMaxVirtualRanks = 8;
+// Ranks one launch may run on one GPU (tests on single-GPU hosts): the
+// GB200 scenarios' 16- and 32-rank groups.
+inline constexpr int kMaxVirtualRanks = 32;
 
 // Why a rank's call failed; written by the kernel in device memory.
 struct LamportStatus {
@@ -29,7 +31,9 @@ struct LamportRank {
   const void* input = nullptr;              // [elems] of the element type
   void* output = nullptr;                   // [elems]
   void* my_buffers = nullptr;               // this rank's 3 receive buffers
-  void* peer_buffers[kMaxPeers] = {};       // every peer's receive buffers, mapped here
+  // Every peer's receive buffers, mapped here: a table of `world` entries in
+  // device memory (the workspace's), so that the launch stays small at 72.
+  void* const* peer_buffers = nullptr;
   protocol::LamportState* state = nullptr;  // this rank's control block (device memory)
   // Fused residual add + RMSNorm (kARResidualRMSNorm); null for kAllReduce.
   const void* residual = nullptr;  // [tokens, hidden]
@@ -61,6 +65,10 @@ struct LamportLaunch {
   int32_t blocks_per_rank = 1;
   LamportRank ranks[kMaxVirtualRanks];
 };
+
+// The launch is passed by value: keep it within the classic 4 KiB of kernel
+// parameters.
+static_assert(sizeof(LamportLaunch) <= 4096, "the launch outgrew the kernel parameter space");
 
 }  // namespace lockstep::cuda
 

@@ -102,6 +102,7 @@ struct FdHandle {
 LamportWorkspace::~LamportWorkspace() {
   if (state_ != nullptr) cudaFree(state_);
   if (status_ != nullptr) cudaFree(status_);
+  if (peer_table_ != nullptr) cudaFree(peer_table_);
   if (abort_host_ != nullptr) cudaFreeHost(const_cast<int*>(abort_host_));
   if (owns_cudamalloc_ && buffers_ != nullptr) cudaFree(buffers_);
   absl::StatusOr<const Driver*> d = GetDriver();
@@ -133,11 +134,20 @@ absl::Status LamportWorkspace::ClearStatus(cudaStream_t stream) {
   return absl::OkStatus();
 }
 
+absl::Status LamportWorkspace::PublishPeerTable() {
+  const size_t bytes = sizeof(void*) * peers_.size();
+  LOCKSTEP_RETURN_IF_CUDA_ERROR(cudaSetDevice(device_));
+  LOCKSTEP_RETURN_IF_CUDA_ERROR(cudaMalloc(&peer_table_, bytes));
+  LOCKSTEP_RETURN_IF_CUDA_ERROR(
+      cudaMemcpy(peer_table_, peers_.data(), bytes, cudaMemcpyHostToDevice));
+  return absl::OkStatus();
+}
+
 LamportRank LamportWorkspace::RankParams() const {
   LamportRank r;
   r.rank = rank_;
   r.my_buffers = buffers_;
-  for (size_t p = 0; p < peers_.size(); ++p) r.peer_buffers[p] = peers_[p];
+  r.peer_buffers = peer_table_;
   r.state = state_;
   return r;
 }
@@ -184,6 +194,7 @@ absl::StatusOr<std::vector<std::unique_ptr<LamportWorkspace>>> LamportWorkspace:
   }
   for (auto& ws : group) {
     for (auto& peer : group) ws->peers_.push_back(peer->buffers_);
+    if (absl::Status s = ws->PublishPeerTable(); !s.ok()) return s;
   }
   for (auto& ws : group) {
     LOCKSTEP_RETURN_IF_CUDA_ERROR(cudaSetDevice(ws->device_));
@@ -200,6 +211,11 @@ absl::StatusOr<std::unique_ptr<LamportWorkspace>> LamportWorkspace::CreateShared
   if (exchange.world() != spec.world) {
     return absl::InvalidArgumentError(absl::StrFormat(
         "the exchange spans %d ranks but the workspace %d", exchange.world(), spec.world));
+  }
+  if (!KernelServesWorld(spec.world)) {
+    // Every member refuses alike, before anything is exchanged.
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "a workspace of %d ranks: the kernels serve 1 to %d", spec.world, kMaxPeers));
   }
   auto ws = std::unique_ptr<LamportWorkspace>(new LamportWorkspace());
   ws->spec_ = spec;
@@ -303,6 +319,7 @@ absl::StatusOr<std::unique_ptr<LamportWorkspace>> LamportWorkspace::CreateShared
     ws->peers_.push_back(reinterpret_cast<void*>(address));
   }
   ws->buffers_ = ws->peers_[static_cast<size_t>(ws->rank_)];
+  if (absl::Status s = ws->PublishPeerTable(); !s.ok()) return s;
   if (absl::Status s = ws->InitCommon(nullptr); !s.ok()) return s;
   LOCKSTEP_RETURN_IF_CUDA_ERROR(cudaDeviceSynchronize());
   // Every rank's buffers hold the sentinel before anyone pushes.

@@ -96,6 +96,8 @@ class LamportWorkspace {
  private:
   LamportWorkspace() = default;
   absl::Status InitCommon(cudaStream_t stream);
+  // Copies peers_ into the device-memory table the kernels read.
+  absl::Status PublishPeerTable();
 
   WorkspaceSpec spec_;
   int rank_ = 0;
@@ -105,6 +107,7 @@ class LamportWorkspace {
   std::string sharing_;
   void* buffers_ = nullptr;
   std::vector<void*> peers_;
+  void** peer_table_ = nullptr;  // device memory: peers_, for the kernels
   protocol::LamportState* state_ = nullptr;
   LamportStatus* status_ = nullptr;
   volatile int* abort_host_ = nullptr;

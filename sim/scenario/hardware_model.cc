@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "dispatch/kernel_shape.h"
+
 namespace lockstep {
 
 std::string_view HopClassName(HopClass hop) {
@@ -73,6 +75,7 @@ bool HardwareModel::FullNvlink(std::span<const int> ranks) const {
 }
 
 bool HardwareModel::FusedKernelReachable(std::span<const int> ranks) const {
+  if (!KernelServesWorld(static_cast<int64_t>(ranks.size()))) return false;
   if (spec_.nvlink) return WorstHop(ranks) != HopClass::kNetwork;
   return ranks.size() <= 2 && SameNode(ranks);
 }

@@ -36,7 +36,8 @@ class HardwareModel {
   bool FullNvlink(std::span<const int> ranks) const;
   // The fused MNNVL / NVLink kernels can map every member's memory: the group
   // lies in one NVLink domain of an NVLink machine, or is a pair of PCIe
-  // peers on one node.
+  // peers on one node; and the kernels serve that many ranks
+  // (dispatch/kernel_shape.h).
   bool FusedKernelReachable(std::span<const int> ranks) const;
   // Ring all-reduce time for `bytes` per rank over `ranks` (NCCL's model:
   // 2 (n - 1) latency + 2 (n - 1) / n bytes / bandwidth of the worst hop).

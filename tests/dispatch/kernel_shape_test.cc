@@ -27,8 +27,12 @@ TEST(KernelShapeTest, TheKernelsRules) {
   s.hidden = 7168;
   s.elems = 4 * 7168;
   EXPECT_EQ(LamportShapeRefusal(s), "");
-  s.world = 16;
-  EXPECT_THAT(LamportShapeRefusal(s), HasSubstr("the kernels serve 1 to 8 ranks"));
+  for (int world : {16, 32, 72}) {  // the GB200 scenarios' groups, one NVL72 domain
+    s.world = world;
+    EXPECT_EQ(LamportShapeRefusal(s), "") << world;
+  }
+  s.world = 73;
+  EXPECT_THAT(LamportShapeRefusal(s), HasSubstr("the kernels serve 1 to 72 ranks"));
   s.world = 8;
   s.hidden = 4100;  // 8200 bytes: not whole 16-byte vectors
   s.elems = 4100;
@@ -47,7 +51,7 @@ struct Sweep {
   std::vector<int64_t> hidden = {512, 1000, 1001, 2048, 4100, 4104, 7168, 8192};
   std::vector<int64_t> tokens = {1, 3, 16, 64, 255, 1024, 4096};
   std::vector<DType> dtypes = {DType::kBf16, DType::kFp16, DType::kFp32};
-  std::vector<int> worlds = {2, 4, 8};
+  std::vector<int> worlds = {2, 4, 8, 16, 32};
   std::vector<FusedCapacityRule> rules = {FusedCapacityRule::kPerDimension,
                                           FusedCapacityRule::kTrtllm, FusedCapacityRule::kMnnvl};
 };

@@ -1,8 +1,9 @@
-// The Lamport all-reduce kernels with 2, 4 and 8 virtual ranks on one GPU
+// The Lamport all-reduce kernels with 2 to 32 virtual ranks on one GPU
 // (one cooperative launch: every rank's blocks resident together): bitwise
 // agreement across ranks, an fp64 reference, −0 and negative-subnormal inputs,
-// buffer rotation over many calls of changing size, the fused RMSNorm, and a
-// rank that never launches.
+// buffer rotation over many calls of changing size, the fused RMSNorm, a
+// rank that never launches, and the shape sweep: the kernels run exactly the
+// calls the dispatch core's fused predicates admit.
 
 #include <cuda_runtime.h>
 
@@ -12,6 +13,9 @@
 #include <vector>
 
 #include "absl/strings/str_format.h"
+#include "dispatch/backend.h"
+#include "dispatch/fused_launch.h"
+#include "dispatch/kernel_shape.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "kernels/cuda/allreduce_kernels.h"
@@ -221,7 +225,10 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{8, Elem::kFp16, 2048, false}, Case{2, Elem::kFp32, 2048, false},
                       Case{4, Elem::kFp32, 7168, true}, Case{8, Elem::kFp32, 8192, false},
                       // Rows that are not a whole number of chunks: short chunks.
-                      Case{2, Elem::kBf16, 2056, false}, Case{4, Elem::kBf16, 2056, true}),
+                      Case{2, Elem::kBf16, 2056, false}, Case{4, Elem::kBf16, 2056, true},
+                      // The GB200 scenarios' group sizes (tp16, tp32).
+                      Case{16, Elem::kBf16, 7168, false}, Case{16, Elem::kBf16, 7168, true},
+                      Case{32, Elem::kBf16, 2048, false}, Case{32, Elem::kFp16, 4096, true}),
     [](const auto& param_info) {
       const Case& c = param_info.param;
       return absl::StrFormat("w%d_%s_h%d_%s", c.world,
@@ -369,6 +376,106 @@ TEST(LamportKernelEdgeTest, TheHostAbortWordStopsASpinningKernel) {
   const absl::Status s = g.Run(c);
   EXPECT_EQ(s.code(), absl::StatusCode::kAborted) << s;
   EXPECT_THAT(s.message(), HasSubstr("while waiting for rank 1"));
+}
+
+Elem ElemOf(DType d) {
+  return d == DType::kBf16 ? Elem::kBf16 : d == DType::kFp16 ? Elem::kFp16 : Elem::kFp32;
+}
+
+// The GPU half of the shape sweep (the CPU half is KernelShapeTest in
+// tests/dispatch/kernel_shape_test.cc): for every call, ask the fused
+// backend's predicates, build the launch the GPU backend would (norm
+// one-shot, the algorithm from SelectFusedAlgorithm) and run it on virtual
+// ranks. Every admitted call runs and reduces bit-identically on every rank;
+// every call the kernels refuse was refused by the predicates, and for its
+// shape, so no shape is `clean` in the simulator and a launch failure here.
+TEST(KernelShapeSweepOnGpuTest, TheKernelsRunExactlyTheCallsThePredicatesAdmit) {
+  LOCKSTEP_REQUIRE_GPUS(1);
+  const int64_t max_tokens = 64;
+  int ran = 0, refused_alike = 0;
+  for (int world : {2, 4, 8, 16}) {
+    for (DType dtype : {DType::kBf16, DType::kFp16, DType::kFp32}) {
+      for (int64_t hidden : {int64_t{1000}, int64_t{1001}, int64_t{2048}, int64_t{4100},
+                             int64_t{4104}, int64_t{7168}}) {
+        const Elem elem = ElemOf(dtype);
+        VirtualGroup g(world, max_tokens, hidden, elem);
+        Workspace ws;
+        ws.kind = WorkspaceKind::kAttnTp;
+        ws.group = GroupId{0};
+        ws.world_size = world;
+        ws.capacity = WorkspaceCapacity{max_tokens, hidden, dtype};
+        ws.initialized = true;
+        FusedAgreedState state;
+        state.library_available = true;
+        state.workspace = &ws;
+        state.group = GroupId{0};
+        state.group_world_size = world;
+        state.capacity_rule = FusedCapacityRule::kPerDimension;
+        state.norm_path = true;
+        state.norm_max_tokens = max_tokens;
+        uint32_t seed = 1;
+        for (int64_t tokens : {int64_t{1}, int64_t{3}, int64_t{16}, max_tokens}) {
+          const int64_t elems = tokens * hidden;
+          std::vector<std::vector<uint32_t>> inputs;
+          for (int r = 0; r < world; ++r) {
+            inputs.push_back(RandomBits(elems, elem, seed++));
+            g.SetInput(r, inputs.back());
+            g.SetResidual(r, RandomBits(elems, elem, 7));
+          }
+          g.SetGamma(RandomBits(hidden, elem, 8));
+          for (bool norm : {false, true}) {
+            SCOPED_TRACE(absl::StrFormat("world %d, %d-byte elements, hidden %d, %d tokens%s",
+                                         world, DTypeSize(dtype), hidden, tokens,
+                                         norm ? ", fused norm" : ""));
+            CallDesc call;
+            call.tensor = TensorDesc::Matrix(tokens, hidden, dtype);
+            if (norm) {
+              call.context.pattern = FusionPattern::kAllReduceResidualRmsNorm;
+              call.context.norm_workspace = WorkspaceKind::kAttnTp;
+            }
+            DecisionRecord record;
+            const bool admitted = norm ? FusedNormPredicatesHold(state, call, record)
+                                       : FusedPredicatesHold(state, call, record);
+            VirtualGroup::Call c;
+            c.elems = elems;
+            c.rms_norm = norm;
+            c.two_shot =
+                !norm && SelectFusedAlgorithm(call.tensor.bytes(), world) == Algorithm::kTwoShot;
+            LamportShape shape;
+            shape.world = world;
+            shape.elems = elems;
+            shape.hidden = hidden;
+            shape.elem_bytes = DTypeSize(dtype);
+            shape.rms_norm = norm;
+            shape.two_shot = c.two_shot;
+            const std::string why = LamportShapeRefusal(shape);
+            if (admitted) {
+              const absl::Status s = g.Run(c);
+              ASSERT_TRUE(s.ok()) << "the predicates admit a call the kernels fail: " << s;
+              if (norm) {
+                const std::vector<uint32_t> out0 = g.Output(0, elems);
+                for (int r = 1; r < world; ++r) ASSERT_EQ(g.Output(r, elems), out0) << r;
+              } else {
+                ExpectReduced(g, inputs, elems, elem, "admitted call");
+              }
+              ++ran;
+            } else if (!why.empty()) {
+              // The launcher refuses it too, with the same reason, before
+              // any kernel runs; the predicates refused it for its shape.
+              const absl::Status s = g.Run(c);
+              EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+              EXPECT_EQ(s.message(), why);
+              EXPECT_FALSE(record.Held(Predicate::kHiddenAligned));
+              ++refused_alike;
+            }
+          }
+        }
+      }
+    }
+  }
+  // The sweep exercised both sides.
+  EXPECT_GT(ran, 100);
+  EXPECT_GT(refused_alike, 10);
 }
 
 }  // namespace
