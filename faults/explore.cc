@@ -214,7 +214,7 @@ absl::StatusOr<ExploreResult> Explore(const std::vector<Scenario>& scenarios,
         out.summary = r->summary;
         out.faults = s->faults;
         out.trace_hash = r->trace_hash;
-        out.acceptable = options.swarm ? Contains(AcceptableVerdicts(s->faults), r->verdict)
+        out.acceptable = options.swarm ? Contains(AcceptableVerdicts(*s), r->verdict)
                                        : AsExpected(*s, r->verdict);
       },
       options.progress);

@@ -388,7 +388,8 @@ const std::vector<FaultKindInfo>& Table() {
        FaultCategory::kKernel,
        Verdict::kClean,
        "the rank runs late by `delay_us` each step (or at `at_step` only) and yields more often",
-       "every wait tolerates lateness; only the timeline moves",
+       "every wait tolerates lateness within its budget; past a peer's bounded wait or the "
+       "watchdog, the call ends there (fail_stop, FaultOutcome)",
        FaultStage::kStep,
        {K::kAtStep},
        {{"delay_us", "µs added to the rank's step (default 200)"}},
@@ -573,6 +574,17 @@ const FaultKindInfo* FindFaultKind(std::string_view name) {
     if (k.name == name) return &k;
   }
   return nullptr;
+}
+
+Verdict FaultOutcome(const FaultSpec& f, const Scenario& scenario) {
+  const FaultKindInfo* kind = FindFaultKind(f.kind);
+  if (kind == nullptr) return Verdict::kClean;
+  if (kind->effect.delay_us != nullptr) {
+    const double budget_us =
+        std::min(scenario.timeouts.kernel_wait_ms, scenario.timeouts.watchdog_ms) * 1e3;
+    if (static_cast<double>(kind->effect.delay_us(f)) >= budget_us / 2) return Verdict::kFailStop;
+  }
+  return kind->outcome;
 }
 
 std::string GpuInjectableKindsText() {

@@ -137,6 +137,14 @@ std::span<const FaultKindInfo> AllFaultKinds();
 // The kind named `name`; null if none.
 const FaultKindInfo* FindFaultKind(std::string_view name);
 
+// The outcome the reference design must give for `f` in `scenario`: its
+// kind's, except that a delay (a straggler) of at least half the smallest
+// wait budget (timeouts.kernel_wait_ms, watchdog_ms) may outlast a peer's
+// bounded wait or watchdog, which then ends the call: fail_stop (clean
+// still acceptable when no wait runs out). Half: a late rank may carry
+// lateness it already had. kClean for an unknown kind.
+Verdict FaultOutcome(const FaultSpec& f, const Scenario& scenario);
+
 // "local-state, tagging, binding, rank_killed, ... faults": the kinds the
 // hardware runner injects, for messages.
 std::string GpuInjectableKindsText();

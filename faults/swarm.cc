@@ -41,11 +41,10 @@ std::vector<FaultSpec> DrawSwarmFaults(const Scenario& scenario, const ParallelL
   return faults;
 }
 
-std::vector<Verdict> AcceptableVerdicts(const std::vector<FaultSpec>& faults) {
+std::vector<Verdict> AcceptableVerdicts(const Scenario& scenario) {
   std::vector<Verdict> out = {Verdict::kClean};
-  for (const FaultSpec& f : faults) {
-    const FaultKindInfo* kind = FindFaultKind(f.kind);
-    if (kind != nullptr && kind->outcome == Verdict::kFailStop) {
+  for (const FaultSpec& f : scenario.faults) {
+    if (FaultOutcome(f, scenario) == Verdict::kFailStop) {
       out.push_back(Verdict::kFailStop);
       break;
     }

@@ -20,9 +20,10 @@ namespace lockstep::faults {
 std::vector<FaultSpec> DrawSwarmFaults(const Scenario& scenario, const ParallelLayout& layout,
                                        uint64_t seed, int max_kinds = 3);
 
-// The verdicts the reference design may give with these faults: clean, plus
-// fail_stop when any of them is one the design can only surface.
-std::vector<Verdict> AcceptableVerdicts(const std::vector<FaultSpec>& faults);
+// The verdicts the reference design may give with `scenario`'s faults:
+// clean, plus fail_stop when any of them is one the design can only surface
+// there (FaultOutcome).
+std::vector<Verdict> AcceptableVerdicts(const Scenario& scenario);
 
 // Rank-calls of one rank over the whole scenario (an upper bound), to place
 // faults inside the run.

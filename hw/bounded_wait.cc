@@ -3,6 +3,7 @@
 #include <thread>
 
 #include "absl/strings/str_format.h"
+#include "kernels/protocol/wait_report.h"
 
 namespace lockstep::hw {
 
@@ -16,8 +17,7 @@ absl::Status WaitMpiRequest(MPI_Request* request, Clock::time_point deadline,
     if (done) return absl::OkStatus();
     if (Clock::now() > deadline) {
       MPI_Cancel(request);
-      return absl::DeadlineExceededError(
-          absl::StrFormat("%s: a peer did not take part before the watchdog's deadline", what));
+      return protocol::PeerMissedDeadline(what);
     }
     std::this_thread::sleep_for(std::chrono::microseconds(50));
   }

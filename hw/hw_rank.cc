@@ -47,10 +47,9 @@ void HwRank::Fail(Verdict verdict, Detector detector, std::string summary, nlohm
   finding_ = std::move(f);
 }
 
-void HwRank::FailWait(const absl::Status& status, const std::string& where) {
-  Fail(Verdict::kFailStop, Detector::kBoundedWait,
-       absl::StrFormat("rank %d%s: %s", rank_, where, status.message()),
-       {{"rank", rank_}, {"error", status.ToString()}}, /*timed_out=*/true);
+void HwRank::FailWait(const absl::Status& status, const SiteRef* site) {
+  if (finding_) return;
+  finding_ = BoundedWaitFinding(rank_, site, status, Clock::now().time_since_epoch().count());
 }
 
 absl::Status HwRank::Setup() {
@@ -366,13 +365,14 @@ bool HwRank::Collective(const SiteRef& site, RowCollective op, GroupRole role,
                                     cudaMemcpyDeviceToDevice),
                          "cudaMemcpy (collective output)");
   }
+  if (s.code() == absl::StatusCode::kDeadlineExceeded) {
+    FailWait(s, &site);
+    return false;
+  }
   if (!s.ok()) {
-    Fail(Verdict::kFailStop,
-         s.code() == absl::StatusCode::kDeadlineExceeded ? Detector::kBoundedWait
-                                                         : Detector::kBackendRaised,
+    Fail(Verdict::kFailStop, Detector::kBackendRaised,
          absl::StrFormat("rank %d at %s: %s", rank_, site.ToString(), s.message()),
-         {{"rank", rank_}, {"site", site.ToString()}, {"error", s.ToString()}},
-         s.code() == absl::StatusCode::kDeadlineExceeded);
+         {{"rank", rank_}, {"site", site.ToString()}, {"error", s.ToString()}});
     return false;
   }
   data = data_;

@@ -84,8 +84,9 @@ class HwRank : private CallHook {
 
   void Fail(Verdict verdict, Detector detector, std::string summary, nlohmann::json details,
             bool timed_out = false);
-  // A bounded wait that expired: this rank stops (fail_stop, timed out).
-  void FailWait(const absl::Status& status, const std::string& where = "");
+  // A bounded wait that expired: this rank stops (fail_stop, timed out;
+  // BoundedWaitFinding, as the simulator reports it).
+  void FailWait(const absl::Status& status, const SiteRef* site = nullptr);
   Clock::time_point Deadline() const {
     return Clock::now() + std::chrono::nanoseconds(watchdog_ns_);
   }

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "absl/strings/str_format.h"
+#include "kernels/protocol/wait_report.h"
 #include "sim/replica/dispatched_call.h"
 #include "sim/replica/workload_program.h"
 #include "sim/sim_run.h"
@@ -49,13 +50,30 @@ class SimHost {
     ctx_.scheduler.Yield();
     std::vector<int64_t> counts = comm->AllGather(comm->MemberOf(rank_), mine);
     if (ctx_.stopped()) return std::nullopt;
+    if (const std::optional<int64_t> at = comm->TakeExpiry(comm->MemberOf(rank_))) {
+      // The hardware runner exchanges token counts over MPI, under the
+      // watchdog's deadline (hw/hw_rank.cc AllGatherTokens).
+      ctx_.Report(BoundedWaitFinding(
+          rank_, nullptr,
+          protocol::PeerMissedDeadline("DP-attention token all-gather over " + comm->name()),
+          *at));
+      return std::nullopt;
+    }
     return counts;
   }
 
   bool RecvActivation(int from, int64_t elems) {
     ctx_.scheduler.Yield();
-    const int64_t got = run_.mailbox.Recv(rank_, from);
+    std::optional<int64_t> expired;
+    const int64_t got = run_.mailbox.Recv(rank_, from, &expired);
     if (ctx_.stopped()) return false;
+    if (expired) {
+      ctx_.Report(BoundedWaitFinding(
+          rank_, nullptr,
+          protocol::PeerMissedDeadline(absl::StrFormat("activations from rank %d", from)),
+          *expired));
+      return false;
+    }
     if (got != elems) {
       ctx_.Report(Finding{Verdict::kMismatch,
                           absl::StrFormat("rank %d received %d activation elements from rank "
@@ -90,7 +108,7 @@ class SimHost {
     return SliceElements(data, first * hidden, n * hidden);
   }
 
-  bool Collective(const SiteRef&, RowCollective op, GroupRole role,
+  bool Collective(const SiteRef& site, RowCollective op, GroupRole role,
                   const std::vector<int64_t>& rows, int64_t hidden, SimTensor& data) {
     ctx_.scheduler.Yield();  // a communicator call is a scheduling point
     if (ctx_.stopped()) return false;
@@ -110,7 +128,17 @@ class SimHost {
     } else {
       comm->AllGatherRows(comm->MemberOf(rank_), ctx_.scenario.dispatch.dtype, in, counts, data);
     }
-    return !ctx_.stopped();
+    if (ctx_.stopped()) return false;
+    if (const std::optional<int64_t> at = comm->TakeExpiry(comm->MemberOf(rank_))) {
+      ctx_.Report(BoundedWaitFinding(
+          rank_, &site,
+          protocol::WatchdogExpired(
+              op == RowCollective::kReduceScatter ? "reduce-scatter" : "all-gather",
+              comm->name(), std::nullopt, static_cast<uint64_t>(comm->WatchdogNs())),
+          *at));
+      return false;
+    }
+    return true;
   }
 
   bool Check(const SiteRef& site, uint64_t instance, const ExpectedRanks& expected,

@@ -1,27 +1,29 @@
 #include "sim/sim_backends.h"
 
+#include <span>
 #include <utility>
 
 #include "absl/strings/str_format.h"
+#include "kernels/protocol/wait_report.h"
 
 namespace lockstep {
 namespace {
 
-absl::Status ToStatus(const protocol::ProtocolStatus& s, int rank) {
-  switch (s.error) {
-    case protocol::ProtocolError::kNone:
-      return absl::OkStatus();
-    case protocol::ProtocolError::kClearFailed:
-      return absl::DataLossError(absl::StrFormat(
-          "fused kernel on rank %d: Lamport buffer %d still held data at element %d after it "
-          "was cleared; its next use would read stale values as fresh",
-          rank, s.buffer, s.offset));
-    case protocol::ProtocolError::kWaitExpired:
-    case protocol::ProtocolError::kAborted:
-      break;
+// A protocol call that stopped: the fused kernel's report (written once,
+// kernels/protocol/wait_report.h) with the workspace's members named by their
+// global ranks, or the run shutting down under a waiting rank.
+absl::Status ToStatus(const protocol::ProtocolStatus& s, int rank, std::span<const int> peers,
+                      int64_t budget_ns) {
+  if (s.ok()) return absl::OkStatus();
+  if (s.error == protocol::ProtocolError::kAborted) {
+    // A simulated wait is abandoned only when the run shuts down.
+    return absl::AbortedError("the simulation ended while this rank waited");
   }
-  // A simulated wait is only abandoned when the run shuts down.
-  return absl::AbortedError("the simulation ended while this rank waited");
+  const int waited = s.waited_peer >= 0 && static_cast<size_t>(s.waited_peer) < peers.size()
+                         ? peers[static_cast<size_t>(s.waited_peer)]
+                         : s.waited_peer;
+  return protocol::LamportFailure(s.error, rank, waited, s.buffer, s.offset,
+                                  static_cast<uint64_t>(budget_ns));
 }
 
 }  // namespace
@@ -42,22 +44,33 @@ absl::Status SimFusedBackend::AllReduce(Tensor& tensor, const DecisionRecord& re
   }
   // The protocol reads `in` and writes the tensor afresh.
   const SimTensor in = std::exchange(*data, SimTensor{});
-  return ToStatus(workspace_->RunAllReduce(member, record, in, *data), context_.rank);
+  const protocol::ProtocolStatus status = workspace_->RunAllReduce(member, record, in, *data);
+  return ToStatus(status, context_.rank, workspace_->peers(), workspace_->WaitBudgetNs());
 }
 
 absl::Status SimCustomBackend::AllReduce(Tensor& tensor, const DecisionRecord& record) {
   if (absl::Status s = context_.Enter(record); !s.ok()) return s;
   auto* data = static_cast<SimTensor*>(tensor.data);
   const SimTensor in = std::exchange(*data, SimTensor{});
-  return ToStatus(instance_->RunAllReduce(instance_->MemberOf(context_.rank), record, in, *data),
-                  context_.rank);
+  // Its barrier waits are unbounded (as SGLang's): a wait is abandoned only
+  // when the run shuts down.
+  const protocol::ProtocolStatus status =
+      instance_->RunAllReduce(instance_->MemberOf(context_.rank), record, in, *data);
+  return status.ok() ? absl::OkStatus()
+                     : absl::AbortedError("the simulation ended while this rank waited");
 }
 
 absl::Status SimNcclBackend::AllReduce(Tensor& tensor, const DecisionRecord& record) {
   if (absl::Status s = context_.Enter(record); !s.ok()) return s;
   auto* data = static_cast<SimTensor*>(tensor.data);
   const SimTensor in = std::exchange(*data, SimTensor{});
-  comm_->AllReduce(comm_->MemberOf(context_.rank), tensor.desc.dtype, in, *data);
+  const int member = comm_->MemberOf(context_.rank);
+  comm_->AllReduce(member, tensor.desc.dtype, in, *data);
+  if (comm_->TakeExpiry(member)) {
+    // As the hardware runner's watchdog ends the call (GpuNcclBackend::WaitFor).
+    return protocol::WatchdogExpired("all-reduce", comm_->name(), record.seq,
+                                     static_cast<uint64_t>(comm_->WatchdogNs()));
+  }
   return absl::OkStatus();
 }
 

@@ -32,8 +32,9 @@ std::unique_ptr<SchedulePolicy> ScheduleFor(const Scenario& s, const ParallelLay
   return schedule.ok() ? *std::move(schedule) : MakeRandomSchedule();
 }
 
+// "tp [0,1]": as the hardware runner names its groups, so that reports read alike.
 std::string GroupName(const ParallelLayout& layout, const GroupObject& object, GroupId id) {
-  return absl::StrFormat("%s%s", object.name, layout.PeersToString(id));
+  return absl::StrFormat("%s %s", object.name, layout.PeersToString(id));
 }
 
 std::vector<int> Members(const ParallelLayout& layout, GroupId id) {

@@ -8,6 +8,7 @@
 #include "kernels/cuda/lamport_device.cuh"
 #include "kernels/protocol/one_shot.h"
 #include "kernels/protocol/two_shot.h"
+#include "kernels/protocol/wait_report.h"
 
 namespace lockstep::cuda {
 namespace {
@@ -299,31 +300,12 @@ absl::Status CheckLamportStatus(const LamportLaunch& launch, cudaStream_t stream
     const LamportStatus& s = status[v];
     const auto error = static_cast<protocol::ProtocolError>(s.error);
     if (error == protocol::ProtocolError::kNone) continue;
-    const int rank = launch.ranks[v].rank;
     auto name = [&](int index) {
       return index >= 0 && static_cast<size_t>(index) < peer_names.size() ? peer_names[index]
                                                                           : index;
     };
-    switch (error) {
-      case protocol::ProtocolError::kWaitExpired:
-        return absl::DeadlineExceededError(absl::StrFormat(
-            "fused all-reduce: rank %d waited %.3f s for rank %d's push into buffer %d at "
-            "element %d; rank %d never arrived",
-            name(rank), static_cast<double>(s.elapsed_ns) / 1e9, name(s.waited_peer), s.buffer,
-            s.offset, name(s.waited_peer)));
-      case protocol::ProtocolError::kClearFailed:
-        return absl::DataLossError(absl::StrFormat(
-            "fused all-reduce: rank %d's Lamport buffer %d still held data at element %d after "
-            "it was cleared",
-            name(rank), s.buffer, s.offset));
-      case protocol::ProtocolError::kAborted:
-      case protocol::ProtocolError::kNone:
-        break;
-    }
-    return absl::AbortedError(absl::StrFormat(
-        "fused all-reduce: rank %d stopped by the host's abort word while waiting for rank %d's "
-        "push into buffer %d at element %d",
-        name(rank), name(s.waited_peer), s.buffer, s.offset));
+    return protocol::LamportFailure(error, name(launch.ranks[v].rank), name(s.waited_peer),
+                                    s.buffer, s.offset, s.elapsed_ns);
   }
   return absl::OkStatus();
 }

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_format.h"
 #include "kernels/cuda/allreduce_kernels.h"
+#include "kernels/protocol/wait_report.h"
 
 namespace lockstep::cuda {
 namespace {
@@ -144,7 +145,7 @@ absl::Status GpuNcclBackend::Wait(const DecisionRecord& record) {
   return WaitFor("all-reduce", record.seq);
 }
 
-absl::Status GpuNcclBackend::WaitFor(const std::string& what, uint64_t seq) {
+absl::Status GpuNcclBackend::WaitFor(const std::string& what, std::optional<uint64_t> seq) {
   if (watchdog_ns_ == 0) {
     if (cudaError_t e = cudaStreamSynchronize(stream_); e != cudaSuccess) {
       return absl::InternalError(
@@ -175,10 +176,7 @@ absl::Status GpuNcclBackend::WaitFor(const std::string& what, uint64_t seq) {
             std::chrono::duration_cast<std::chrono::nanoseconds>(waited).count()) > watchdog_ns_) {
       ncclCommAbort(comm_);
       aborted_ = true;
-      return absl::DeadlineExceededError(absl::StrFormat(
-          "NCCL %s on %s (call %d of the group) did not complete within %.3f s; the "
-          "watchdog aborted the communicator (a peer never joined the call)",
-          what, name_, seq, static_cast<double>(watchdog_ns_) / 1e9));
+      return protocol::WatchdogExpired(what, name_, seq, watchdog_ns_);
     }
     std::this_thread::sleep_for(std::chrono::microseconds(20));
   }
@@ -244,7 +242,7 @@ absl::Status GpuNcclBackend::ReduceScatter(const void* in, void* out,
     return absl::InternalError(
         absl::StrFormat("ncclReduceScatter on %s: %s", name_, ncclGetErrorString(r)));
   }
-  return WaitFor("reduce-scatter", ~uint64_t{0});
+  return WaitFor("reduce-scatter", std::nullopt);
 }
 
 absl::Status GpuNcclBackend::AllGather(const void* in, void* out, std::span<const int64_t> counts,
@@ -265,7 +263,7 @@ absl::Status GpuNcclBackend::AllGather(const void* in, void* out, std::span<cons
     return absl::InternalError(
         absl::StrFormat("ncclAllGather on %s: %s", name_, ncclGetErrorString(r)));
   }
-  return WaitFor("all-gather", ~uint64_t{0});
+  return WaitFor("all-gather", std::nullopt);
 }
 
 }  // namespace lockstep::cuda

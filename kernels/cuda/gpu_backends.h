@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <span>
 #include <string>
 
@@ -110,7 +111,7 @@ class GpuNcclBackend final : public NcclBackend {
  private:
   absl::Status Wait(const DecisionRecord& record);
   // Waits for the stream's last call, named `what` in a timeout's message.
-  absl::Status WaitFor(const std::string& what, uint64_t seq);
+  absl::Status WaitFor(const std::string& what, std::optional<uint64_t> seq);
 
   ncclComm_t comm_;
   cudaStream_t stream_;

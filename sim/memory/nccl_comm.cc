@@ -1,6 +1,7 @@
 #include "sim/memory/nccl_comm.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -38,7 +39,18 @@ SimComm::SimComm(SimContext& ctx, std::string name, std::vector<int> ranks)
       worst_hop_(ctx_.hardware.WorstHop(ranks_)),
       posts_(ranks_.size()),
       next_seq_(ranks_.size(), 0),
-      gathered_for_(ranks_.size()) {}
+      gathered_for_(ranks_.size()),
+      expired_at_(ranks_.size(), -1) {}
+
+int64_t SimComm::WatchdogNs() const {
+  return static_cast<int64_t>(ctx_.scenario.timeouts.watchdog_ms * 1e6);
+}
+
+std::optional<int64_t> SimComm::TakeExpiry(int member) {
+  int64_t& at = expired_at_[static_cast<size_t>(member)];
+  if (at < 0) return std::nullopt;
+  return std::exchange(at, -1);
+}
 
 int SimComm::MemberOf(int rank) const {
   auto it = std::find(ranks_.begin(), ranks_.end(), rank);
@@ -92,6 +104,19 @@ void SimComm::Complete() {
   }
   int64_t start = 0;
   for (const Post& p : posts_) start = std::max(start, p.arrival_ns);
+  // The watchdog: a member that waited longer than its budget for the last
+  // one gave up at its deadline. The first deadline to pass is the one that
+  // ends the job (ties: the lower member).
+  int expired = -1;
+  int64_t deadline = 0;
+  const int64_t budget = WatchdogNs();
+  for (size_t m = 0; m < posts_.size(); ++m) {
+    const int64_t d = posts_[m].arrival_ns + budget;
+    if (start > d && (expired < 0 || d < deadline)) {
+      expired = static_cast<int>(m);
+      deadline = d;
+    }
+  }
   const int64_t bytes = first.count * DTypeSize(first.dtype);
   const int64_t done = start + ctx_.hardware.RingAllReduceNs(ranks_.size(), worst_hop_, bytes);
 
@@ -163,7 +188,12 @@ void SimComm::Complete() {
     for (auto& g : gathered_for_) g = gathered_;
   }
   for (size_t m = 0; m < posts_.size(); ++m) {
-    ctx_.AdvanceTo(ranks_[m], done);
+    if (static_cast<int>(m) == expired) {
+      ctx_.AdvanceTo(ranks_[m], deadline);
+      expired_at_[m] = deadline;
+    } else {
+      ctx_.AdvanceTo(ranks_[m], done);
+    }
     posts_[m].posted = false;
     ctx_.scheduler.Wake(ranks_[m]);
   }
@@ -243,7 +273,9 @@ void SimMailbox::Send(int from, int to, int64_t count) {
   }
 }
 
-int64_t SimMailbox::Recv(int to, int from) {
+int64_t SimMailbox::Recv(int to, int from, std::optional<int64_t>* expired_at) {
+  const int64_t deadline =
+      ctx_.Clock(to) + static_cast<int64_t>(ctx_.scenario.timeouts.watchdog_ms * 1e6);
   const uint64_t key =
       static_cast<uint64_t>(from) * static_cast<uint64_t>(world_) + static_cast<uint64_t>(to);
   // Looked up afresh after every wait: other ranks' sends may rehash the map.
@@ -254,7 +286,12 @@ int64_t SimMailbox::Recv(int to, int from) {
   std::deque<Message>& queue = queues_[key];
   const Message m = queue.front();
   queue.pop_front();
-  ctx_.AdvanceTo(to, m.ready_ns);
+  if (m.ready_ns > deadline) {
+    ctx_.AdvanceTo(to, deadline);
+    *expired_at = deadline;
+  } else {
+    ctx_.AdvanceTo(to, m.ready_ns);
+  }
   return m.count;
 }
 

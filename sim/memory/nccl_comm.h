@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -58,6 +59,15 @@ class SimComm : public Waitable {
   void AllGatherRows(int member, DType dtype, const SimTensor& in,
                      const std::vector<int64_t>& counts, SimTensor& out);
 
+  // Set by the last call `member` made when the watchdog ended it: the
+  // virtual time its deadline passed (a peer joined more than the scenario's
+  // watchdog_ms after it did). Of the members a late peer kept waiting that
+  // long, the first whose deadline passed is the one whose watchdog fires.
+  // Reading it clears it.
+  std::optional<int64_t> TakeExpiry(int member);
+  // The watchdog's budget (timeouts.watchdog_ms).
+  int64_t WatchdogNs() const;
+
   std::string DescribeWait(int rank, int64_t detail) const override;
   std::vector<int> WaitsOn(int rank, int64_t detail) const override;
 
@@ -85,6 +95,7 @@ class SimComm : public Waitable {
   int posted_ = 0;
   std::vector<int64_t> gathered_;
   std::vector<std::vector<int64_t>> gathered_for_;  // per member, copied at completion
+  std::vector<int64_t> expired_at_;                 // per member, -1: none (TakeExpiry)
 };
 
 // Point-to-point messages between pipeline stages (NCCL send/recv): eager
@@ -94,8 +105,10 @@ class SimMailbox : public Waitable {
   SimMailbox(SimContext& ctx, int world);
   void Send(int from, int to, int64_t count);
   // Blocks until the next message from `from` arrives; returns its count, or
-  // -1 if the run shut down first.
-  int64_t Recv(int to, int from);
+  // -1 if the run shut down first. When the message landed more than the
+  // watchdog's budget after the receive began, `*expired_at` is set to the
+  // virtual time the deadline passed (and the receiver's clock stops there).
+  int64_t Recv(int to, int from, std::optional<int64_t>* expired_at);
 
   std::string DescribeWait(int rank, int64_t detail) const override;
   std::vector<int> WaitsOn(int rank, int64_t detail) const override;

@@ -153,10 +153,20 @@ void SimWorkspace::Store(int writer, int32_t peer, uint32_t buffer, int64_t offs
 bool LamportMem::Wait(uint32_t buffer, int64_t offset, int64_t len, int32_t writer, Value* out) {
   SimWorkspace::Member& m = ws_.members_[static_cast<size_t>(member_)];
   LamportBuffer& runs = m.buffers[buffer];
+  // The poll's timer starts now (virtual time), as the kernel's does.
+  const int64_t deadline = ctx_.Clock(rank_) + wait_budget_ns_;
   while (true) {
     out->pieces.clear();
     int64_t ready = 0;
     if (runs.Read(offset, offset + len, *out, &ready) && !ChunkHasSentinel(*out, sentinel_, ftz_)) {
+      if (ready > deadline) {
+        // The push landed after the budget: on the GPU the wait has already
+        // given up, naming the writer, and the call fails at the deadline.
+        ctx_.AdvanceTo(rank_, deadline);
+        failure_ = protocol::ProtocolStatus{protocol::ProtocolError::kWaitExpired, writer, buffer,
+                                            offset};
+        return false;
+      }
       ctx_.AdvanceTo(rank_, ready);
       return true;
     }

@@ -37,6 +37,10 @@ class SimWorkspace : public Waitable {
   const WorkspaceCapacity& capacity() const { return capacity_; }
   // Index of global rank `rank` in peers(), or -1.
   int MemberOf(int rank) const;
+  // The bound of every poll (the scenario's timeouts.kernel_wait_ms).
+  int64_t WaitBudgetNs() const {
+    return static_cast<int64_t>(ctx_.scenario.timeouts.kernel_wait_ms * 1e6);
+  }
 
   // Runs one fused all-reduce of `in` into `out` as member `member`, with the
   // protocol the decision chose. Returns only when the protocol completes; a
@@ -117,7 +121,8 @@ class LamportMem : public protocol::WholeRangeChunks {
         in_(in),
         out_(out),
         fp32_acc_(fp32_acc),
-        sentinel_(sentinel) {}
+        sentinel_(sentinel),
+        wait_budget_ns_(ws.WaitBudgetNs()) {}
 
 
   Value LoadInput(int64_t pos, int64_t len);
@@ -138,8 +143,10 @@ class LamportMem : public protocol::WholeRangeChunks {
   }
   protocol::LamportState& State() { return ws_.members_[static_cast<size_t>(member_)].state; }
   bool ArriveLast() { return true; }
-  // Why the protocol stopped: a failed clear verification, or (the only way a
-  // simulated wait is abandoned) the run shutting down.
+  // Why the protocol stopped: a failed clear verification, a bounded wait
+  // that ran out of virtual time (the awaited push landed more than the
+  // scenario's kernel_wait_ms after the poll began, as the GPU kernel's
+  // timer would have expired), or the run shutting down.
   protocol::ProtocolStatus Failure() const { return failure_; }
 
  private:
@@ -153,6 +160,7 @@ class LamportMem : public protocol::WholeRangeChunks {
   SimTensor& out_;
   bool fp32_acc_;
   protocol::SentinelTest sentinel_;
+  int64_t wait_budget_ns_;  // every poll's bound (timeouts.kernel_wait_ms)
   protocol::ProtocolStatus failure_{protocol::ProtocolError::kAborted, -1, 0, 0};
 };
 

@@ -40,6 +40,24 @@ CallOutcome RecordDispatchedCall(TraceEvent event, const DecisionRecord& record,
   return out;
 }
 
+Finding BoundedWaitFinding(int rank, const SiteRef* site, const absl::Status& status,
+                           int64_t at_ns) {
+  Finding f;
+  f.verdict = Verdict::kFailStop;
+  f.detector = Detector::kBoundedWait;
+  f.rank = rank;
+  f.at_ns = at_ns;
+  f.timed_out = true;
+  if (site != nullptr) {
+    f.summary = absl::StrFormat("rank %d at %s: %s", rank, site->ToString(), status.message());
+    f.details = {{"rank", rank}, {"site", site->ToString()}, {"error", status.ToString()}};
+  } else {
+    f.summary = absl::StrFormat("rank %d: %s", rank, status.message());
+    f.details = {{"rank", rank}, {"error", status.ToString()}};
+  }
+  return f;
+}
+
 std::optional<CallOutcome> DispatchAllReduce(GroupCoordinator& coordinator, Tensor& tensor,
                                              const CallContext& context, int rank,
                                              const SiteRef& site, int object,

@@ -35,6 +35,13 @@ struct CallOutcome {
 CallOutcome RecordDispatchedCall(TraceEvent event, const DecisionRecord& record,
                                  const absl::Status& status, const ParallelLayout& layout);
 
+// A wait outside the dispatched all-reduce (a row collective at `site`, a
+// token all-gather or an activation receive: `site` empty) that a peer did
+// not end before the watchdog's deadline: the job stops, fail_stop, timed
+// out, as every host reports it. `at_ns` is when the deadline passed.
+Finding BoundedWaitFinding(int rank, const SiteRef* site, const absl::Status& status,
+                           int64_t at_ns);
+
 // One all-reduce of `tensor` through `coordinator` (group object `object`),
 // as rank `rank` makes it at `site`, with its bookkeeping; `clock` reads the
 // host's clock before and after. nullopt when the coordinator skipped it (a

@@ -1,0 +1,73 @@
+// What a call that could not complete reports, written once for the GPU
+// backends (kernels/cuda/, hw/) and the simulated ones (sim/), so that a wait
+// the simulator ends in virtual time reads exactly as the one the GPU ends
+// in real time. Host code only (Abseil): the protocols themselves stay in the
+// headers beside it, free of the standard library.
+//
+//   LamportFailure(ProtocolError::kWaitExpired, 0, 1, 2, 4096, 10'000'000'000)
+//   // DEADLINE_EXCEEDED: fused all-reduce: rank 0 waited 10.000 s for rank 1's
+//   // push into buffer 2 at element 4096; rank 1 never arrived
+
+#ifndef LOCKSTEP_KERNELS_PROTOCOL_WAIT_REPORT_H_
+#define LOCKSTEP_KERNELS_PROTOCOL_WAIT_REPORT_H_
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_format.h"
+#include "kernels/protocol/lamport.h"
+
+namespace lockstep::protocol {
+
+// A fused (Lamport) call that failed with `error` on `rank`, waiting for
+// `waited` (both named as the caller names ranks: global ranks), in `buffer`
+// at element `offset`, after `elapsed_ns`. OK for ProtocolError::kNone.
+inline absl::Status LamportFailure(ProtocolError error, int rank, int waited, uint32_t buffer,
+                                   int64_t offset, uint64_t elapsed_ns) {
+  switch (error) {
+    case ProtocolError::kNone:
+      return absl::OkStatus();
+    case ProtocolError::kWaitExpired:
+      return absl::DeadlineExceededError(absl::StrFormat(
+          "fused all-reduce: rank %d waited %.3f s for rank %d's push into buffer %d at element "
+          "%d; rank %d never arrived",
+          rank, static_cast<double>(elapsed_ns) / 1e9, waited, buffer, offset, waited));
+    case ProtocolError::kClearFailed:
+      return absl::DataLossError(absl::StrFormat(
+          "fused all-reduce: rank %d's Lamport buffer %d still held data at element %d after it "
+          "was cleared; its next use would read stale values as fresh",
+          rank, buffer, offset));
+    case ProtocolError::kAborted:
+      break;
+  }
+  return absl::AbortedError(absl::StrFormat(
+      "fused all-reduce: rank %d stopped by the host's abort word while waiting for rank %d's "
+      "push into buffer %d at element %d",
+      rank, waited, buffer, offset));
+}
+
+// An NCCL call (`what`: "all-reduce", "reduce-scatter", "all-gather") on the
+// communicator of `group` ("tp [0,1]") that a peer did not join within the
+// watchdog's `budget_ns`; `seq` is the dispatch core's call number on the
+// group, when the call is a dispatched one.
+inline absl::Status WatchdogExpired(std::string_view what, std::string_view group,
+                                    std::optional<uint64_t> seq, uint64_t budget_ns) {
+  return absl::DeadlineExceededError(absl::StrFormat(
+      "NCCL %s on %s%s did not complete within %.3f s; the watchdog aborted the communicator "
+      "(a peer never joined the call)",
+      what, group, seq ? absl::StrFormat(" (call %d of the group)", *seq) : "",
+      static_cast<double>(budget_ns) / 1e9));
+}
+
+// A host-side exchange (`what`: "activations from rank 3") a peer did not
+// take part in before the watchdog's deadline.
+inline absl::Status PeerMissedDeadline(std::string_view what) {
+  return absl::DeadlineExceededError(
+      absl::StrFormat("%s: a peer did not take part before the watchdog's deadline", what));
+}
+
+}  // namespace lockstep::protocol
+
+#endif  // LOCKSTEP_KERNELS_PROTOCOL_WAIT_REPORT_H_
