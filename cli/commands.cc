@@ -24,6 +24,10 @@ std::span<const Command> Commands() {
               &RunHw},
       Command{"layout", "print the groups of a parallel layout, its workspaces and reductions",
               &RunLayout},
+      Command{"check-log",
+              "compare every rank's decision log and name the first call a group's members "
+              "decided differently",
+              &RunCheckLog},
   };
   return kCommands;
 }

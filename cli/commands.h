@@ -35,6 +35,7 @@ int RunShrink(std::span<const std::string> args, std::ostream& out, std::ostream
 int RunMutants(std::span<const std::string> args, std::ostream& out, std::ostream& err);
 int RunFaults(std::span<const std::string> args, std::ostream& out, std::ostream& err);
 int RunHw(std::span<const std::string> args, std::ostream& out, std::ostream& err);
+int RunCheckLog(std::span<const std::string> args, std::ostream& out, std::ostream& err);
 
 // Dispatches argv (program name first) to a verb. No exception escapes: one
 // is reported on `err` as an internal error with the command line that

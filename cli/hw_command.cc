@@ -3,6 +3,7 @@
 
 #include "absl/strings/str_format.h"
 #include "cli/commands.h"
+#include "cli/decision_log_files.h"
 #include "cli/flags.h"
 #include "cli/output_file.h"
 #include "faults/mutants.h"
@@ -21,7 +22,7 @@
 namespace lockstep::cli {
 
 int RunHw(std::span<const std::string> args, std::ostream& out, std::ostream& err) {
-  std::string path, catalogue, report_path, policy;
+  std::string path, catalogue, report_path, policy, decision_log_dir;
   uint64_t seed = 1;
   bool dry_run = false, compare = false, json = false;
   int consistency = 0;
@@ -31,6 +32,8 @@ int RunHw(std::span<const std::string> args, std::ostream& out, std::ostream& er
   flags.AddUint64("seed", &seed, "seed (the simulator's, for --compare and --dry-run; default 1)");
   flags.AddString("policy", &policy, "dispatch policy (default: the scenario's)");
   flags.AddString("report", &report_path, "write the JSON report here (rank 0)");
+  flags.AddString("decision-log", &decision_log_dir,
+                  "each rank writes its decision log (rank-<R>.jsonl) into this directory");
   flags.AddBool("dry-run", &dry_run, "print the plan (ranks, GPUs, groups, workspaces, backends)");
   flags.AddBool("compare", &compare, "also simulate the scenario and seed; any difference exits 1");
   flags.AddInt("consistency", &consistency,
@@ -86,7 +89,14 @@ int RunHw(std::span<const std::string> args, std::ostream& out, std::ostream& er
   options.consistency_every = consistency;
   options.kernel_wait_ms = static_cast<double>(kernel_wait_ms);
   options.watchdog_ms = static_cast<double>(watchdog_ms);
+  options.keep_decision_log = !decision_log_dir.empty();
   absl::StatusOr<hw::HwResult> run = hw::RunOnHardware(*scenario, options, registry);
+  if (run.ok() && !decision_log_dir.empty()) {
+    if (absl::Status s = WriteDecisionLog(decision_log_dir, rank, run->decision_log); !s.ok()) {
+      err << "lockstep hw: " << s.message() << "\n";
+      return kExitUsage;
+    }
+  }
   int code = kExitOk;
   if (!run.ok()) {
     err << absl::StrFormat("lockstep hw (rank %d): %s\n", rank, run.status().message());

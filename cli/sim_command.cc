@@ -5,6 +5,7 @@
 #include "absl/strings/str_format.h"
 #include "cli/budget.h"
 #include "cli/commands.h"
+#include "cli/decision_log_files.h"
 #include "cli/flags.h"
 #include "cli/output_file.h"
 #include "faults/mutants.h"
@@ -32,7 +33,7 @@ int RunSim(std::span<const std::string> args, std::ostream& out, std::ostream& e
   std::string path;
   std::string catalogue;
   SimOptions options;
-  std::string report_path, trace_path, dot_path;
+  std::string report_path, trace_path, dot_path, decision_log_dir;
   bool json = false;
   bool swarm = false;
   std::string max_memory;
@@ -42,6 +43,8 @@ int RunSim(std::span<const std::string> args, std::ostream& out, std::ostream& e
   flags.AddString("policy", &options.policy, "dispatch policy (default: the scenario's)");
   flags.AddString("report", &report_path, "write the JSON report here");
   flags.AddString("trace", &trace_path, "write a Chrome/Perfetto trace here");
+  flags.AddString("decision-log", &decision_log_dir,
+                  "write every rank's decision log (rank-<R>.jsonl) into this directory");
   flags.AddString("dot", &dot_path, "write the wait-for graph (Graphviz DOT) here on a hang");
   flags.AddString("catalogue", &catalogue, "catalogue directory (hardware/, models/)");
   flags.AddBool("exact", &options.exact_provenance, "track exact contributor sets throughout");
@@ -79,6 +82,7 @@ int RunSim(std::span<const std::string> args, std::ostream& out, std::ostream& e
     }
   }
   options.keep_trace = !trace_path.empty() || !versus.empty();
+  options.keep_decision_log = !decision_log_dir.empty();
   const PolicyRegistry registry = faults::MakePolicyRegistry();
   if (!swarm) {
     if (absl::Status s = faults::CheckFaultsFire(*scenario, registry, options.policy); !s.ok()) {
@@ -117,6 +121,14 @@ int RunSim(std::span<const std::string> args, std::ostream& out, std::ostream& e
                                  },
                                  err)) {
     return kExitUsage;
+  }
+  for (size_t r = 0; r < result->decision_log.size(); ++r) {
+    if (absl::Status s =
+            WriteDecisionLog(decision_log_dir, static_cast<int>(r), result->decision_log[r]);
+        !s.ok()) {
+      err << "lockstep sim: " << s.message() << "\n";
+      return kExitUsage;
+    }
   }
   if (!dot_path.empty() && !result->wait_for_dot.empty() &&
       !WriteFile(

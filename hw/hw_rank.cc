@@ -13,6 +13,7 @@
 #include "kernels/cuda/cuda_status.h"
 #include "kernels/cuda/nccl_status.h"
 #include "sim/replica/dispatched_call.h"
+#include "sim/report/decision_log.h"
 
 namespace lockstep::hw {
 
@@ -31,6 +32,9 @@ HwRank::HwRank(const Scenario& scenario, const ParallelLayout& layout, const Dis
       options.watchdog_ms > 0 ? options.watchdog_ms : scenario.timeouts.watchdog_ms;
   kernel_wait_ns_ = static_cast<uint64_t>(kernel_ms * 1e6);
   watchdog_ns_ = static_cast<uint64_t>(watchdog_ms * 1e6);
+  if (options.keep_decision_log) {
+    decision_log_.push_back(DecisionLogHeader(rank, world_, "hw", scenario.name));
+  }
 }
 
 void HwRank::Fail(Verdict verdict, Detector detector, std::string summary, nlohmann::json details,
@@ -406,6 +410,10 @@ bool HwRank::Reduce(const SiteRef& site, GroupRole role, const TensorDesc& desc,
   if (!outcome) return true;        // a group of one rank
   if (hook_stopped_) return false;  // the finding is the hook's
   events_.push_back(outcome->event);
+  if (!decision_log_.empty()) {
+    decision_log_.push_back(DecisionLogEntry(static_cast<int64_t>(decision_log_.size()) - 1,
+                                             layout_, object_, site.ToString(), outcome->record));
+  }
   if (outcome->raised) {
     if (!finding_) {
       outcome->raised->at_ns = Clock::now().time_since_epoch().count();

@@ -48,6 +48,8 @@ class HwRank : private CallHook {
 
   const std::optional<Finding>& finding() const { return finding_; }
   const std::vector<TraceEvent>& events() const { return events_; }
+  // With HwOptions::keep_decision_log: the header, then every dispatched call.
+  const std::vector<nlohmann::json>& decision_log() const { return decision_log_; }
   const std::string& sharing() const { return sharing_; }
   // The last decision this rank took on each group object (seq == ~0: none).
   const std::vector<DecisionRecord>& last_decisions() const { return last_decisions_; }
@@ -136,6 +138,7 @@ class HwRank : private CallHook {
   bool left_ = false;
   std::optional<Finding> finding_;
   std::vector<TraceEvent> events_;
+  std::vector<nlohmann::json> decision_log_;
   std::vector<DecisionRecord> last_decisions_;
   Clock::time_point start_ = Clock::now();
 };

@@ -189,6 +189,7 @@ absl::StatusOr<HwResult> RunOnHardware(const Scenario& input, const HwOptions& o
     }
     me.Run();
     events = me.events();
+    out.decision_log = me.decision_log();
     decisions = me.last_decisions();
     finding = me.finding();
     out.sharing = me.sharing();

@@ -26,6 +26,8 @@ struct HwOptions {
   // Overrides of the scenario's timeouts (ms); 0: the scenario's.
   double kernel_wait_ms = 0;
   double watchdog_ms = 0;
+  // Fill HwResult::decision_log with this rank's decisions.
+  bool keep_decision_log = false;
 };
 
 // What a run found. On rank 0 `result.trace_events` holds every rank's
@@ -36,6 +38,9 @@ struct HwResult {
   int world = 0;
   std::string
       sharing;  // how the workspaces' peers reach them (LamportWorkspace::sharing()), or "none"
+  // With keep_decision_log: this rank's decision log (sim/report/decision_log.h),
+  // on every rank.
+  std::vector<nlohmann::json> decision_log;
 };
 
 // Whether the runner can inject fault `kind` on GPUs (the others act inside

@@ -8,6 +8,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "sim/report/analysis.h"
+#include "sim/report/decision_log.h"
 #include "sim/scenario/did_you_mean.h"
 #include "sim/sim_run.h"
 
@@ -191,6 +192,34 @@ absl::Status SimRun::Setup() {
 
 void SimRun::Execute() { ctx.scheduler.Run(); }
 
+namespace {
+
+// Every rank's decision log, from the records the ranks kept. A rank that
+// made two records for one call (a mutant that falls back after its backend
+// raised) logs its last decision, as the first divergent decision reads it.
+std::vector<std::vector<nlohmann::json>> DecisionLogOf(const SimRun& run) {
+  const ParallelLayout& layout = run.ctx.layout;
+  std::vector<std::vector<nlohmann::json>> logs;
+  for (size_t r = 0; r < run.ranks.size(); ++r) {
+    std::vector<nlohmann::json>& log = logs.emplace_back();
+    log.push_back(DecisionLogHeader(static_cast<int>(r), layout.world_size(), "sim",
+                                    run.ctx.scenario.name));
+    const CallLog* previous = nullptr;
+    for (const CallLog& c : run.ranks[r].calls) {
+      const bool again = previous != nullptr && previous->object == c.object &&
+                         previous->record.group == c.record.group &&
+                         previous->record.seq == c.record.seq;
+      if (again) log.pop_back();
+      log.push_back(DecisionLogEntry(static_cast<int64_t>(log.size()) - 1, layout, c.object,
+                                     c.site.ToString(), c.record));
+      previous = &c;
+    }
+  }
+  return logs;
+}
+
+}  // namespace
+
 SimResult SimRun::Analyze() { return AnalyzeRun(*this); }
 
 absl::StatusOr<SimResult> Simulate(const Scenario& scenario, const SimOptions& options,
@@ -231,6 +260,7 @@ absl::StatusOr<SimResult> Simulate(const Scenario& scenario, const SimOptions& o
     run.Execute();
     SimResult result = run.Analyze();
     if (run.ctx.needs_exact_rerun) result.exact_rerun = true;
+    if (o.keep_decision_log) result.decision_log = DecisionLogOf(run);
     if (run.replica.fusion_backend == FusionBackend::kCutedsl) {
       result.unmodelled.push_back(
           "the fused AR + norm runs on FlashInfer's cutedsl backend, which lockstep does not "

@@ -44,6 +44,8 @@ struct SimOptions {
   bool exact_provenance = false;  // name contributors without a rerun (slower)
   bool keep_trace = true;         // keep events for the trace file
   bool keep_decisions = true;     // keep decision records (explains hangs)
+  // Fill SimResult::decision_log (needs keep_decisions).
+  bool keep_decision_log = false;
   // The faults of the run (faults/ builds them from the scenario's list or a
   // swarm draw). Required when the scenario declares faults. Not owned.
   SimFaultPlan* faults = nullptr;
@@ -69,6 +71,9 @@ struct SimResult {
   std::vector<std::string> unmodelled;
   std::vector<TraceEvent> trace_events;
   std::string wait_for_dot;  // Graphviz DOT of the wait-for graph (hangs only)
+  // With keep_decision_log: each rank's decision log (sim/report/decision_log.h),
+  // its header first, then one entry per dispatched call.
+  std::vector<std::vector<nlohmann::json>> decision_log;
 };
 
 absl::StatusOr<SimResult> Simulate(const Scenario& scenario, const SimOptions& options,

@@ -56,7 +56,12 @@ for phase in "$@"; do
         $mpi $bin/lockstep hw topologies/scenarios/hw/tp2-h200x2-workspace-initialized-view.yaml \
           --policy local-predicates --consistency 1 --kernel-wait-ms 2000 --watchdog-ms 4000
         $mpi $bin/lockstep hw topologies/scenarios/hw/tp2-ep2-qwen3-h200x2.yaml \
-          --policy allreduce-replicated-output"
+          --policy allreduce-replicated-output
+        $mpi $bin/lockstep hw topologies/scenarios/hw/tp2-ep2-qwen3-h200x2.yaml \
+          --decision-log $out/decisions-hw
+        $bin/lockstep sim topologies/scenarios/hw/tp2-ep2-qwen3-h200x2.yaml \
+          --decision-log $out/decisions-sim
+        $bin/lockstep check-log $out/decisions-hw --against $out/decisions-sim"
       ;;
     torch)
       step torch 200 torchrun --nproc-per-node 2 bench/torch_symm_mem_bench.py --out "$out/torch.csv"

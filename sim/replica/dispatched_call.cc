@@ -14,7 +14,7 @@ CallOutcome RecordDispatchedCall(TraceEvent event, const DecisionRecord& record,
   event.blocks = record.blocks;
   event.seq = record.seq;
   event.failed = !status.ok();
-  CallOutcome out{event, std::nullopt};
+  CallOutcome out{event, record, std::nullopt};
   if (status.ok()) return out;
 
   const std::string group =

@@ -22,6 +22,7 @@ namespace lockstep {
 
 struct CallOutcome {
   TraceEvent event;
+  DecisionRecord record;  // what the dispatch core decided (decision logs)
   // Set when the backend raised: the rank raises, and the launcher tears the
   // job down (fail_stop; timed_out when a bounded wait or watchdog expired).
   std::optional<Finding> raised;
