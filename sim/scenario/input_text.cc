@@ -9,9 +9,35 @@
 #include <cstring>
 
 #include "absl/strings/str_format.h"
+#include "nlohmann/json.hpp"
 
 namespace lockstep {
 namespace {
+
+// Counts nesting while parsing, keeping nothing.
+class DepthCheck : public nlohmann::json_sax<nlohmann::json> {
+ public:
+  explicit DepthCheck(int max_depth) : max_depth_(max_depth) {}
+  bool null() override { return true; }
+  bool boolean(bool) override { return true; }
+  bool number_integer(number_integer_t) override { return true; }
+  bool number_unsigned(number_unsigned_t) override { return true; }
+  bool number_float(number_float_t, const string_t&) override { return true; }
+  bool string(string_t&) override { return true; }
+  bool binary(binary_t&) override { return true; }
+  bool start_object(std::size_t) override { return ++depth_ <= max_depth_; }
+  bool key(string_t&) override { return true; }
+  bool end_object() override { return --depth_ >= 0; }
+  bool start_array(std::size_t) override { return ++depth_ <= max_depth_; }
+  bool end_array() override { return --depth_ >= 0; }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override {
+    return false;
+  }
+
+ private:
+  int max_depth_;
+  int depth_ = 0;
+};
 
 std::string SystemError(int error) { return std::strerror(error); }
 
@@ -132,6 +158,11 @@ std::string QuoteBytes(std::string_view text, size_t max_chars) {
     }
   }
   return out + "'";
+}
+
+bool JsonNestedAtMost(std::string_view text, int max_depth) {
+  DepthCheck depth(max_depth);
+  return nlohmann::json::sax_parse(text, &depth);
 }
 
 }  // namespace lockstep

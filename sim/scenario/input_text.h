@@ -39,6 +39,12 @@ absl::StatusOr<std::string> ReadInputFile(const std::string& path, int64_t max_b
 // are invalid), or nullopt when all of it is valid.
 std::optional<size_t> FirstInvalidUtf8(std::string_view text);
 
+// Whether `text` is JSON nested at most `max_depth` deep, checked in constant
+// memory before it is parsed: a DOM of a hostile file of nested brackets takes
+// some 40 bytes per byte of input, and its destructor recurses once per level.
+// False too when `text` is not JSON at all.
+bool JsonNestedAtMost(std::string_view text, int max_depth);
+
 // "'abc\xff...'" style: `text` with bytes that are not printable ASCII
 // written as \xNN, cut to `max_chars`, for a message about bad text.
 std::string QuoteBytes(std::string_view text, size_t max_chars = 60);
