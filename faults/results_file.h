@@ -1,7 +1,7 @@
 // The result files of an exploration (lockstep explore --out DIR), and the
 // replay bundles of its failures.
 //
-// One file per shard, "shard-0003-of-0007.jsonl", in JSON lines:
+// One file per shard, "shard-0003-of-0007.jsonl", in JSON lines (keys written sorted):
 //
 //   {"lockstep_explore_results":1,"shard":{"index":3,"count":7},"exploration":{...}}
 //   {"i":3,"scenario":"tp8-llama3-h200","seed":4,"verdict":"clean","acceptable":true,

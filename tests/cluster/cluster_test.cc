@@ -1,8 +1,9 @@
 // The cluster recipes of docs/CLUSTER.md (tools/cluster/), run as far as a
 // machine without Slurm or Kubernetes allows: the sbatch script's body with
-// the SLURM_* variables Slurm would set, and the Indexed Job's manifest
-// parsed and its container command run with JOB_COMPLETION_INDEX set; the
-// shards merged must give what one unsharded exploration gives.
+// the SLURM_* variables Slurm would set, the Indexed Job's manifest parsed
+// and its container command run with JOB_COMPLETION_INDEX set, and the MPI
+// script under mpirun where there is one; the shards merged must give what
+// one unsharded exploration gives.
 
 #include <sys/wait.h>
 
@@ -133,6 +134,24 @@ TEST(ClusterTest, TheIndexedJobManifestRunsOneShardPerCompletionIndex) {
   const std::string merged = Merge(dir + "/results", dir, &code);
   EXPECT_EQ(code, 1) << ReadFile(dir + "/merge.err");
   EXPECT_EQ(merged, Unsharded(dir));
+}
+
+TEST(ClusterTest, TheMpirunScriptRunsOneShardPerRank) {
+#ifndef LOCKSTEP_MPIRUN
+  GTEST_SKIP() << "no mpirun found at configure time";
+#else
+  const std::string dir = FreshDir("mpirun");
+  // Open MPI's flags: root in containers, more ranks than cores.
+  const int code = Shell(absl::StrFormat(
+      "cd %s && LOCKSTEP=%s SCENARIOS=%s EXPLORE_ARGS='%s' OUT=%s/results %s --allow-run-as-root "
+      "--oversubscribe -np 3 %s/tools/cluster/explore-mpi.sh > mpirun.log 2>&1",
+      dir, kCli, Scenario(), ExploreArgs(), dir, LOCKSTEP_MPIRUN, kSource));
+  EXPECT_EQ(code, 0) << ReadFile(dir + "/mpirun.log");
+  int merge_code = 0;
+  const std::string merged = Merge(dir + "/results", dir, &merge_code);
+  EXPECT_EQ(merge_code, 1) << ReadFile(dir + "/merge.err");
+  EXPECT_EQ(merged, Unsharded(dir));
+#endif
 }
 
 }  // namespace
