@@ -30,6 +30,7 @@ std::span<const Command> Commands();
 int RunLayout(std::span<const std::string> args, std::ostream& out, std::ostream& err);
 int RunSim(std::span<const std::string> args, std::ostream& out, std::ostream& err);
 int RunExplore(std::span<const std::string> args, std::ostream& out, std::ostream& err);
+int RunMerge(std::span<const std::string> args, std::ostream& out, std::ostream& err);
 int RunReplay(std::span<const std::string> args, std::ostream& out, std::ostream& err);
 int RunShrink(std::span<const std::string> args, std::ostream& out, std::ostream& err);
 int RunMutants(std::span<const std::string> args, std::ostream& out, std::ostream& err);

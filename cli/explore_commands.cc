@@ -1,9 +1,13 @@
-// lockstep explore / replay / shrink / mutants / faults: running many seeds,
-// reproducing and minimising a failure, and testing lockstep with its mutants.
+// lockstep explore / merge / replay / shrink / mutants / faults: running many
+// seeds (sharded, or for a time budget), merging shards, reproducing and
+// minimising a failure, and testing lockstep with its mutants.
 
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <memory>
 #include <iostream>
 #include <limits>
 
@@ -13,9 +17,11 @@
 #include "cli/commands.h"
 #include "cli/flags.h"
 #include "cli/output_file.h"
+#include "cli/shard.h"
 #include "faults/explore.h"
 #include "faults/fault_kinds.h"
 #include "faults/mutants.h"
+#include "faults/results_file.h"
 #include "faults/runner.h"
 #include "faults/shrink.h"
 #include "sim/report/report.h"
@@ -38,33 +44,11 @@ struct LoadedReport {
   SimOptions options;
   std::string verdict;
   std::string trace_hash;
-};
-
-// Whether `text` is JSON nested at most `max_depth` deep, in constant memory:
-// a DOM of a hostile report of nested brackets takes some 40 bytes per byte
-// of input before its depth could be checked.
-class DepthCheck : public nlohmann::json_sax<nlohmann::json> {
- public:
-  explicit DepthCheck(int max_depth) : max_depth_(max_depth) {}
-  bool null() override { return true; }
-  bool boolean(bool) override { return true; }
-  bool number_integer(number_integer_t) override { return true; }
-  bool number_unsigned(number_unsigned_t) override { return true; }
-  bool number_float(number_float_t, const string_t&) override { return true; }
-  bool string(string_t&) override { return true; }
-  bool binary(binary_t&) override { return true; }
-  bool start_object(std::size_t) override { return ++depth_ <= max_depth_; }
-  bool key(string_t&) override { return true; }
-  bool end_object() override { return --depth_ >= 0; }
-  bool start_array(std::size_t) override { return ++depth_ <= max_depth_; }
-  bool end_array() override { return --depth_ >= 0; }
-  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override {
-    return false;
-  }
-
- private:
-  int max_depth_;
-  int depth_ = 0;
+  // A replay bundle of lockstep explore / merge: its failure's signature and
+  // how many runs of the exploration had it.
+  bool bundle = false;
+  std::string signature;
+  uint64_t runs = 0;
 };
 
 // A report as lockstep sim --report writes it; an edited or truncated one is
@@ -73,8 +57,7 @@ absl::StatusOr<LoadedReport> LoadReport(const std::string& path) {
   absl::StatusOr<std::string> text = ReadInputFile(path, kMaxReportFileBytes, "reports");
   if (!text.ok()) return text.status();
   // A report lockstep wrote is nested a few levels deep.
-  DepthCheck depth(64);
-  if (!nlohmann::json::sax_parse(*text, &depth)) {
+  if (!JsonNestedAtMost(*text, 64)) {
     return absl::InvalidArgumentError(absl::StrFormat(
         "%s: not a JSON report (truncated, edited or nested over 64 deep? write one with lockstep "
         "sim --report)",
@@ -125,6 +108,19 @@ absl::StatusOr<LoadedReport> LoadReport(const std::string& path) {
     }
     r.options.schedule = j["schedule"].get<std::string>();
   }
+  if (j.contains("lockstep") && j["lockstep"].is_object() &&
+      j["lockstep"].contains("replay_bundle")) {
+    if (!j.contains("signature") || !j["signature"].is_string() || !j.contains("runs") ||
+        !j["runs"].is_number_unsigned()) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "%s: replay bundle without signature (a string) and runs (an integer); write one with "
+          "lockstep explore --out DIR or lockstep merge",
+          path));
+    }
+    r.bundle = true;
+    r.signature = j["signature"].get<std::string>();
+    r.runs = j["runs"].get<uint64_t>();
+  }
   return r;
 }
 
@@ -154,11 +150,56 @@ absl::Status CheckRunsFit(const std::vector<Scenario>& scenarios, const SimOptio
 
 }  // namespace
 
-// What explore keeps per run (an outcome: verdict, summary, faults).
+// What explore keeps per run (an outcome: verdict, summary, signature).
 constexpr uint64_t kOutcomeBytes = 512;
 
+namespace {
+
+// Writes the replay bundle of every failure group into `dir`, naming each on
+// `err`.
+absl::Status WriteBundles(const std::string& dir, const std::string& verb,
+                          const std::vector<Scenario>& scenarios,
+                          const faults::ExploreOptions& options,
+                          const faults::ExploreResult& result, std::ostream& err) {
+  for (size_t g = 0; g < result.failures.size(); ++g) {
+    const faults::FailureGroup& group = result.failures[g];
+    absl::StatusOr<nlohmann::json> bundle =
+        faults::MakeReplayBundle(scenarios[group.scenario], options, group);
+    if (!bundle.ok()) return bundle.status();
+    const std::string path =
+        (std::filesystem::path(dir) / faults::BundleFileName(g + 1, scenarios[group.scenario], group))
+            .string();
+    if (absl::Status s = WriteOutputFile(path, bundle->dump(2) + "\n"); !s.ok()) return s;
+    err << absl::StrFormat("lockstep %s: replay bundle of failure %d: lockstep replay %s\n", verb,
+                           g + 1, path);
+  }
+  return absl::OkStatus();
+}
+
+// A progress line on a terminal, for explorations that run over a second.
+std::function<void(const faults::ExploreProgress&)> ProgressLine(std::ostream& err,
+                                                                  const faults::ExploreOptions& o) {
+  const auto start = std::chrono::steady_clock::now();
+  const std::optional<double> budget =
+      o.budget.count() > 0 ? std::optional<double>(static_cast<double>(o.budget.count()))
+                           : std::nullopt;
+  auto shown = std::make_shared<bool>(false);
+  return [&err, start, budget, shown](const faults::ExploreProgress& p) {
+    const double elapsed =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const bool finished = p.total > 0 && p.done >= p.total;
+    if (elapsed < 1.0 && !*shown) return;
+    *shown = true;
+    err << "\r" << FormatProgress(p, elapsed, budget) << "   " << (finished ? "\n" : "")
+        << std::flush;
+  };
+}
+
+}  // namespace
+
 int RunExplore(std::span<const std::string> args, std::ostream& out, std::ostream& err) {
-  std::string path, catalogue, markdown, max_memory;
+  std::string path, catalogue, markdown, max_memory, shard_flag, out_dir, budget_flag;
+  uint64_t shard_count = 0;
   faults::ExploreOptions options;
   FlagParser flags("lockstep explore");
   flags.AddPositional("SCENARIO|DIR", &path, "a scenario file, or a directory of them", true);
@@ -170,6 +211,20 @@ int RunExplore(std::span<const std::string> args, std::ostream& out, std::ostrea
   flags.AddInt("jobs", &options.jobs, "worker threads (results do not depend on it)");
   flags.AddString("catalogue", &catalogue, "catalogue directory (hardware/, models/)");
   flags.AddString("markdown", &markdown, "also write the summary as a Markdown table here");
+  flags.AddString("shard", &shard_flag,
+                  "run shard I of N, I/N (default: from SLURM_ARRAY_TASK_*, "
+                  "JOB_COMPLETION_INDEX or OMPI_COMM_WORLD_*; docs/CLUSTER.md)");
+  flags.AddUint64("shard-count", &shard_count,
+                  "the shard count where the environment gives only the index "
+                  "(JOB_COMPLETION_INDEX; else LOCKSTEP_SHARD_COUNT)");
+  flags.AddString("out", &out_dir,
+                  "write this shard's result file (and, unsharded, the replay bundles) here");
+  flags.AddString("for", &budget_flag,
+                  "run random seeds for this long (90s, 40m, 2h) instead of --seeds");
+  flags.AddUint64("root-seed", &options.root_seed,
+                  "with --for: the seed the random seeds are drawn from (default: the clock)");
+  flags.AddBool("stop-on-failure", &options.stop_on_failure,
+                "with --for: stop at the first failure");
   flags.AddString("max-memory", &max_memory, kMaxMemoryHelp);
   if (absl::Status s = flags.Parse(args); !s.ok()) return Usage(err, "explore", s, flags);
   if (flags.help_requested()) {
@@ -187,6 +242,48 @@ int RunExplore(std::span<const std::string> args, std::ostream& out, std::ostrea
         "start at %d or lower\n",
         options.start, options.seeds, std::numeric_limits<uint64_t>::max(),
         std::numeric_limits<uint64_t>::max() - (options.seeds - 1));
+    return kExitUsage;
+  }
+  const bool timed = flags.WasSet("for");
+  if (timed) {
+    absl::StatusOr<std::chrono::seconds> budget = ParseDuration(budget_flag);
+    if (!budget.ok()) {
+      err << "lockstep explore: " << budget.status().message() << "\n";
+      return kExitUsage;
+    }
+    options.budget = *budget;
+    if (flags.WasSet("seeds") || flags.WasSet("start")) {
+      err << "lockstep explore: --for runs random seeds until the time is up; drop --seeds and "
+             "--start (or drop --for to run those seeds)\n";
+      return kExitUsage;
+    }
+    if (!flags.WasSet("root-seed")) {
+      options.root_seed = static_cast<uint64_t>(
+          std::chrono::system_clock::now().time_since_epoch() / std::chrono::nanoseconds(1));
+    }
+  } else if (flags.WasSet("root-seed") || flags.WasSet("stop-on-failure")) {
+    err << "lockstep explore: --root-seed and --stop-on-failure go with --for DURATION; without "
+           "it explore runs --seeds from --start\n";
+    return kExitUsage;
+  }
+  absl::StatusOr<ShardSpec> shard = ResolveShard(shard_flag, flags.WasSet("shard"), shard_count,
+                                                 flags.WasSet("shard-count"), ProcessEnvironment());
+  if (!shard.ok()) {
+    err << "lockstep explore: " << shard.status().message() << "\n";
+    return kExitUsage;
+  }
+  options.shard_index = shard->index;
+  options.shard_count = shard->count;
+  if (options.shard_count > 1 && out_dir.empty()) {
+    err << absl::StrFormat(
+        "lockstep explore: shard %d of %d (%s) needs --out DIR for its result file, which "
+        "lockstep merge DIR combines; --shard 0/1 runs the whole exploration here\n",
+        options.shard_index, options.shard_count, shard->source);
+    return kExitUsage;
+  }
+  if (options.shard_count > 1 && timed && !flags.WasSet("root-seed")) {
+    err << "lockstep explore: the shards of a --for exploration draw from one root seed: give "
+           "every shard the same --root-seed (e.g. --root-seed $SLURM_ARRAY_JOB_ID)\n";
     return kExitUsage;
   }
   const absl::StatusOr<MemoryBudget> budget = ResolveMemoryBudget(max_memory);
@@ -215,9 +312,15 @@ int RunExplore(std::span<const std::string> args, std::ostream& out, std::ostrea
   {
     SimOptions run_options;
     run_options.keep_trace = false;
-    const uint64_t runs = options.seeds * scenarios->size();
+    // A time-budgeted run keeps as many outcomes as it has time for; the
+    // budget covers the runs at once.
+    const uint64_t runs =
+        timed ? static_cast<uint64_t>(options.jobs)
+              : faults::ShardSize(faults::ExplorationSize(scenarios->size(), options),
+                                  options.shard_index, options.shard_count);
     const uint64_t kept = runs > ~uint64_t{0} / kOutcomeBytes ? ~uint64_t{0} : runs * kOutcomeBytes;
-    const uint64_t jobs = std::min<uint64_t>(static_cast<uint64_t>(options.jobs), runs);
+    const uint64_t jobs = std::max<uint64_t>(
+        1, std::min<uint64_t>(static_cast<uint64_t>(options.jobs), runs));
     uint64_t fit = 0;
     absl::Status st = CheckRunsFit(
         *scenarios, run_options, jobs, kept,
@@ -233,15 +336,16 @@ int RunExplore(std::span<const std::string> args, std::ostream& out, std::ostrea
       options.jobs = static_cast<int>(fit);
     }
   }
-  if (StderrIsTerminal(err)) {
-    options.progress = [&err](size_t done, size_t total) {
-      const int width = 40;
-      const int filled = static_cast<int>(width * done / std::max<size_t>(total, 1));
-      err << absl::StrFormat("\r[%s%s] %d/%d runs", std::string(static_cast<size_t>(filled), '#'),
-                             std::string(static_cast<size_t>(width - filled), ' '), done, total)
-          << (done == total ? "\n" : "") << std::flush;
-    };
+  if (!shard->source.empty()) {
+    err << absl::StrFormat("lockstep explore: shard %d of %d (%s)\n", options.shard_index,
+                           options.shard_count, shard->source);
   }
+  if (timed) {
+    err << absl::StrFormat(
+        "lockstep explore: root seed %d (--root-seed %d draws the same seeds again)\n",
+        options.root_seed, options.root_seed);
+  }
+  if (StderrIsTerminal(err)) options.progress = ProgressLine(err, options);
   absl::StatusOr<faults::ExploreResult> result = faults::Explore(*scenarios, options, registry);
   if (!result.ok()) {
     err << "lockstep explore: " << result.status().message() << "\n";
@@ -256,6 +360,36 @@ int RunExplore(std::span<const std::string> args, std::ostream& out, std::ostrea
       return kExitUsage;
     }
   }
+  if (!out_dir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(out_dir, ec);
+    if (ec) {
+      err << absl::StrFormat("lockstep explore: --out %s: cannot create the directory (%s)\n",
+                             out_dir, ec.message());
+      return kExitUsage;
+    }
+    const std::string file =
+        (std::filesystem::path(out_dir) /
+         faults::ShardFileName(options.shard_index, options.shard_count))
+            .string();
+    if (absl::Status s = WriteOutputFile(file,
+                                         [&](std::ostream& o) {
+                                           faults::WriteResultFile(o, *scenarios, options, *result);
+                                         });
+        !s.ok()) {
+      err << "lockstep explore: " << s.message() << "\n";
+      return kExitUsage;
+    }
+    err << "lockstep explore: wrote " << file << "\n";
+    // A shard's groups are partial: lockstep merge writes the bundles of all.
+    if (options.shard_count == 1) {
+      if (absl::Status s = WriteBundles(out_dir, "explore", *scenarios, options, *result, err);
+          !s.ok()) {
+        err << "lockstep explore: " << s.message() << "\n";
+        return kExitUsage;
+      }
+    }
+  }
   if (!unreadable.empty()) {
     // The readable scenarios ran; the gate still fails closed.
     err << absl::StrFormat(
@@ -267,11 +401,94 @@ int RunExplore(std::span<const std::string> args, std::ostream& out, std::ostrea
   return result->all_acceptable ? kExitOk : kExitUnexpected;
 }
 
+int RunMerge(std::span<const std::string> args, std::ostream& out, std::ostream& err) {
+  std::vector<std::string> inputs;
+  std::string markdown, bundles;
+  FlagParser flags("lockstep merge");
+  flags.AddPositionalList("DIR|FILE", &inputs,
+                          "result files, or directories of them (lockstep explore --out DIR)");
+  flags.AddString("markdown", &markdown, "also write the summary as a Markdown table here");
+  flags.AddString("bundles", &bundles,
+                  "write the replay bundles here (default: the first DIR, or the first file's)");
+  if (absl::Status s = flags.Parse(args); !s.ok()) return Usage(err, "merge", s, flags);
+  if (flags.help_requested()) {
+    out << flags.Usage();
+    return kExitOk;
+  }
+  std::vector<std::string> files;
+  for (const std::string& in : inputs) {
+    std::error_code ec;
+    if (!std::filesystem::is_directory(in, ec)) {
+      files.push_back(in);
+      continue;
+    }
+    std::vector<std::string> found;
+    std::filesystem::directory_iterator it(in, ec);
+    for (const std::filesystem::directory_iterator end; !ec && it != end; it.increment(ec)) {
+      const std::string name = it->path().filename().string();
+      if (faults::IsShardFileName(name)) found.push_back(it->path().string());
+    }
+    if (ec) {
+      err << absl::StrFormat("lockstep merge: %s: cannot list the directory (%s)\n", in,
+                             ec.message());
+      return kExitUsage;
+    }
+    if (found.empty()) {
+      err << absl::StrFormat(
+          "lockstep merge: %s: no shard-*-of-*.jsonl result files in it (lockstep explore --out "
+          "DIR writes them)\n",
+          in);
+      return kExitUsage;
+    }
+    std::sort(found.begin(), found.end());
+    files.insert(files.end(), found.begin(), found.end());
+  }
+  std::vector<faults::ShardFile> shards;
+  for (const std::string& f : files) {
+    absl::StatusOr<faults::ShardFile> shard = faults::ReadResultFile(f);
+    if (!shard.ok()) {
+      err << "lockstep merge: " << shard.status().message() << "\n";
+      return kExitUsage;
+    }
+    shards.push_back(*std::move(shard));
+  }
+  absl::StatusOr<faults::MergedExploration> merged = faults::MergeShards(std::move(shards));
+  if (!merged.ok()) {
+    err << "lockstep merge: " << merged.status().message() << "\n";
+    return kExitUsage;
+  }
+  out << faults::FormatExploreSummary(merged->scenarios, merged->result, merged->options);
+  if (!markdown.empty()) {
+    if (absl::Status s = WriteOutputFile(
+            markdown,
+            faults::FormatExploreMarkdown(merged->scenarios, merged->result, merged->options));
+        !s.ok()) {
+      err << "lockstep merge: " << s.message() << "\n";
+      return kExitUsage;
+    }
+  }
+  if (bundles.empty()) {
+    std::error_code ec;
+    std::filesystem::path dir(inputs.front());
+    if (!std::filesystem::is_directory(dir, ec)) dir = dir.parent_path();
+    bundles = dir.empty() ? std::filesystem::path(".") : dir;
+  }
+  if (absl::Status s = WriteBundles(bundles, "merge", merged->scenarios, merged->options,
+                                    merged->result, err);
+      !s.ok()) {
+    err << "lockstep merge: " << s.message() << "\n";
+    return kExitUsage;
+  }
+  return merged->result.all_acceptable ? kExitOk : kExitUnexpected;
+}
+
 int RunReplay(std::span<const std::string> args, std::ostream& out, std::ostream& err) {
   std::string path;
   FlagParser flags("lockstep replay");
   std::string max_memory;
-  flags.AddPositional("REPORT", &path, "a JSON report written by lockstep sim --report", true);
+  flags.AddPositional("REPORT", &path,
+                      "a JSON report (lockstep sim --report) or replay bundle (explore --out, merge)",
+                      true);
   flags.AddString("max-memory", &max_memory, kMaxMemoryHelp);
   if (absl::Status s = flags.Parse(args); !s.ok()) return Usage(err, "replay", s, flags);
   if (flags.help_requested()) {
@@ -304,9 +521,21 @@ int RunReplay(std::span<const std::string> args, std::ostream& out, std::ostream
   const std::string verdict(VerdictName(r->verdict));
   const std::string hash = HexHash(r->trace_hash);
   const bool same = verdict == report->verdict && hash == report->trace_hash;
+  if (report->bundle) {
+    out << absl::StrFormat("bundle:  %s seed %d, %s (%d failing run(s) of the exploration)\n",
+                           report->scenario.name, report->options.seed, report->signature,
+                           report->runs);
+  }
   out << absl::StrFormat("report:  %s, trace hash %s\nreplayed: %s, trace hash %s\n%s\n",
                          report->verdict, report->trace_hash, verdict, hash,
                          same ? "reproduced" : "DIFFERENT: the run did not reproduce");
+  if (!same) {
+    err << absl::StrFormat(
+        "lockstep replay: %s expects %s with trace hash %s, the replay gave %s with %s: this "
+        "lockstep does not run the recorded failure the same way (another version, or an edited "
+        "file)\n",
+        path, report->verdict, report->trace_hash, verdict, hash);
+  }
   return same ? kExitOk : kExitUnexpected;
 }
 

@@ -33,6 +33,11 @@ void FlagParser::AddPositional(std::string name, std::string* out, std::string h
   positionals_.push_back({std::move(name), out, std::move(help), required});
 }
 
+void FlagParser::AddPositionalList(std::string name, std::vector<std::string>* out,
+                                   std::string help) {
+  rest_ = PositionalList{std::move(name), out, std::move(help)};
+}
+
 FlagParser::Flag* FlagParser::FindFlag(std::string_view name) {
   for (Flag& f : flags_) {
     if (f.name == name) return &f;
@@ -147,6 +152,11 @@ absl::Status FlagParser::Parse(std::span<const std::string> args) {
       }
       continue;
     }
+    if (next_positional >= positionals_.size() && rest_) {
+      if (absl::Status s = CheckUtf8Argument(rest_->name, arg); !s.ok()) return s;
+      rest_->out->emplace_back(arg);
+      continue;
+    }
     if (next_positional >= positionals_.size()) {
       return absl::InvalidArgumentError(
           absl::StrFormat("unexpected argument '%s' for '%s'", arg, command_));
@@ -162,6 +172,10 @@ absl::Status FlagParser::Parse(std::span<const std::string> args) {
           "'", command_, "' needs ", positionals_[p].name, ": ", positionals_[p].help));
     }
   }
+  if (rest_ && rest_->out->empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("'", command_, "' needs ", rest_->name, ": ", rest_->help));
+  }
   return absl::OkStatus();
 }
 
@@ -170,11 +184,13 @@ std::string FlagParser::Usage() const {
   for (const Positional& p : positionals_) {
     absl::StrAppend(&text, p.required ? " " : " [", p.name, p.required ? "" : "]");
   }
+  if (rest_) absl::StrAppend(&text, " ", rest_->name, "...");
   if (!flags_.empty()) absl::StrAppend(&text, " [flags]");
   absl::StrAppend(&text, "\n");
   for (const Positional& p : positionals_) {
     absl::StrAppend(&text, absl::StrFormat("  %-22s %s\n", p.name, p.help));
   }
+  if (rest_) absl::StrAppend(&text, absl::StrFormat("  %-22s %s\n", rest_->name, rest_->help));
   for (const Flag& f : flags_) {
     const bool is_bool = std::holds_alternative<bool*>(f.out);
     absl::StrAppend(&text, absl::StrFormat("  --%-20s %s\n",

@@ -6,6 +6,7 @@
 #define LOCKSTEP_CLI_FLAGS_H_
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <variant>
@@ -28,6 +29,8 @@ class FlagParser {
   void AddString(std::string name, std::string* out, std::string help);
   // Positional arguments, in order. Optional ones must come last.
   void AddPositional(std::string name, std::string* out, std::string help, bool required);
+  // Every positional argument after those of AddPositional, at least one.
+  void AddPositionalList(std::string name, std::vector<std::string>* out, std::string help);
 
   // Parses `args` (without the program and verb). InvalidArgument names the
   // offending flag or value. `--help` sets help_requested() and returns OK.
@@ -57,6 +60,12 @@ class FlagParser {
   std::string command_;
   std::vector<Flag> flags_;
   std::vector<Positional> positionals_;
+  struct PositionalList {
+    std::string name;
+    std::vector<std::string>* out = nullptr;
+    std::string help;
+  };
+  std::optional<PositionalList> rest_;
   bool help_requested_ = false;
 };
 

@@ -3,14 +3,18 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <exception>
 #include <filesystem>
+#include <limits>
+#include <map>
 #include <mutex>
 #include <system_error>
 #include <thread>
 
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "dispatch/stable_hash.h"
 #include "faults/fault_kinds.h"
 #include "faults/mutants.h"
 #include "faults/runner.h"
@@ -23,27 +27,34 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// Runs `count` independent jobs on `jobs` threads; `run(i)` must only touch
-// its own result slot. Threads that cannot be created are done without (the
-// calling thread always works); an exception thrown by a job is rethrown here,
-// after every thread has joined, instead of terminating the process from a
-// worker (issue 11).
+// Runs independent jobs 0, 1, ... up to `count` on `jobs` threads, claiming
+// them in order until `count` or, when given, until `stop()` says so (checked
+// before each claim: every job claimed runs to its end). `run(i)` must only
+// touch its own result. Threads that cannot be created are done without (the
+// calling thread always works); an exception thrown by a job is rethrown
+// here, after every thread has joined, instead of terminating the process
+// from a worker (issue 11). `progress(done)` is called from a reporting
+// thread while jobs finish, and once at the end.
 void ParallelFor(size_t count, int jobs, const std::function<void(size_t)>& run,
-                 const std::function<void(size_t, size_t)>& progress) {
+                 const std::function<void(size_t)>& progress,
+                 const std::function<bool()>& stop = nullptr) {
   std::atomic<size_t> next{0};
   std::atomic<size_t> done{0};
+  std::atomic<bool> abort{false};
   std::mutex failure_mutex;
   std::exception_ptr failure;
   const int threads =
       std::max(1, std::min<int>(jobs, static_cast<int>(std::min<size_t>(count, size_t{1} << 20))));
   auto worker = [&] {
-    for (size_t i = next++; i < count; i = next++) {
+    while (!abort && !(stop && stop())) {
+      const size_t i = next++;
+      if (i >= count) break;
       try {
         run(i);
       } catch (...) {
         const std::lock_guard<std::mutex> lock(failure_mutex);
         if (!failure) failure = std::current_exception();
-        next = count;  // no new job starts
+        abort = true;  // no new job starts
       }
       ++done;
     }
@@ -56,18 +67,21 @@ void ParallelFor(size_t count, int jobs, const std::function<void(size_t)>& run,
       break;  // the machine will not give more threads: work with those there are
     }
   }
+  std::mutex finished_mutex;
+  std::condition_variable finished_cv;
+  bool finished = false;
   std::thread reporter;
   if (progress) {
     try {
       // Reports progress while the pool and the calling thread work.
       reporter = std::thread([&] {
         size_t last = ~size_t{0};
-        while (true) {
-          const size_t d = std::min(done.load(), count);
-          if (d != last) progress(d, count);
+        std::unique_lock<std::mutex> lock(finished_mutex);
+        while (!finished) {
+          const size_t d = done.load();
+          if (d != last) progress(d);
           last = d;
-          if (d == count) break;
-          std::this_thread::sleep_for(std::chrono::milliseconds(100));
+          finished_cv.wait_for(lock, std::chrono::milliseconds(100));
         }
       });
     } catch (const std::system_error&) {
@@ -77,8 +91,13 @@ void ParallelFor(size_t count, int jobs, const std::function<void(size_t)>& run,
   worker();
   for (std::thread& t : pool) t.join();
   if (reporter.joinable()) {
-    done = count;
+    {
+      const std::lock_guard<std::mutex> lock(finished_mutex);
+      finished = true;
+    }
+    finished_cv.notify_all();
     reporter.join();
+    progress(done.load());
   }
   if (failure) std::rethrow_exception(failure);
 }
@@ -177,64 +196,211 @@ absl::StatusOr<std::vector<Scenario>> LoadScenarios(const std::string& path,
   return scenarios;
 }
 
+uint64_t TimedSeed(uint64_t root_seed, uint64_t round) {
+  return StableHasher(root_seed).Add(round).digest();
+}
+
+ExploreItem ItemAt(uint64_t k, size_t num_scenarios, const ExploreOptions& options) {
+  if (options.budget.count() > 0) {
+    const uint64_t n = std::max<uint64_t>(num_scenarios, 1);
+    return {k % n, TimedSeed(options.root_seed, k / n)};
+  }
+  const uint64_t per = std::max<uint64_t>(options.seeds, 1);
+  return {k / per, options.start + k % per};
+}
+
+uint64_t ExplorationSize(size_t num_scenarios, const ExploreOptions& options) {
+  return num_scenarios * options.seeds;
+}
+
+uint64_t ShardSize(uint64_t total, uint64_t shard_index, uint64_t shard_count) {
+  if (shard_count == 0 || shard_index >= total) return 0;
+  return (total - shard_index - 1) / shard_count + 1;
+}
+
+namespace {
+
+// "moe" of "step 0 layer 3 moe": the kind of call site, the same wherever a
+// bug strikes.
+std::string SiteKindOf(const nlohmann::json& site) {
+  if (!site.is_string()) return "";
+  const std::string& text = site.get_ref<const std::string&>();
+  const size_t space = text.rfind(' ');
+  return space == std::string::npos ? text : text.substr(space + 1);
+}
+
+}  // namespace
+
+std::string FailureSignature(const SimResult& result) {
+  std::string sig(VerdictName(result.verdict));
+  if (result.detector) absl::StrAppend(&sig, "/", std::string(DetectorOf(*result.detector).name));
+  const nlohmann::json& d = result.details;
+  std::string site;
+  std::vector<std::string> inputs;
+  if (d.is_object() && d.contains("site")) site = SiteKindOf(d["site"]);
+  if (d.is_object() && d.contains("first_divergent_decision") &&
+      d["first_divergent_decision"].is_object()) {
+    const nlohmann::json& div = d["first_divergent_decision"];
+    if (site.empty() && div.contains("site")) site = SiteKindOf(div["site"]);
+    if (div.contains("sides") && div["sides"].is_array()) {
+      for (const nlohmann::json& side : div["sides"]) {
+        if (!side.is_object() || !side.contains("differing_inputs") ||
+            !side["differing_inputs"].is_array()) {
+          continue;
+        }
+        for (const nlohmann::json& in : side["differing_inputs"]) {
+          if (!in.is_string()) continue;
+          // "tokens=5", "tokens_fit not evaluated": the input's name.
+          const std::string& text = in.get_ref<const std::string&>();
+          inputs.push_back(text.substr(0, text.find_first_of("= ")));
+        }
+      }
+    }
+  }
+  std::sort(inputs.begin(), inputs.end());
+  inputs.erase(std::unique(inputs.begin(), inputs.end()), inputs.end());
+  if (!site.empty()) absl::StrAppend(&sig, " @", site);
+  if (!inputs.empty()) absl::StrAppend(&sig, " inputs=", absl::StrJoin(inputs, ","));
+  absl::StrAppend(&sig, " policy=", result.policy);
+  return sig;
+}
+
+ExploreResult SummarizeOutcomes(const std::vector<Scenario>& scenarios,
+                                std::vector<SeedOutcome> outcomes) {
+  std::sort(outcomes.begin(), outcomes.end(),
+            [](const SeedOutcome& a, const SeedOutcome& b) { return a.index < b.index; });
+  ExploreResult result;
+  result.scenarios.resize(scenarios.size());
+  for (size_t k = 0; k < scenarios.size(); ++k) {
+    result.scenarios[k].name = scenarios[k].name;
+    result.scenarios[k].path = scenarios[k].path;
+  }
+  std::map<std::pair<size_t, std::string>, size_t> group_of;
+  for (const SeedOutcome& o : outcomes) {
+    ScenarioSummary& sum = result.scenarios[o.scenario];
+    ++sum.counts[static_cast<size_t>(o.verdict)];
+    if (o.acceptable) continue;
+    result.all_acceptable = false;
+    if (!sum.first_failure) sum.first_failure = o;
+    auto [it, added] = group_of.try_emplace({o.scenario, o.signature}, result.failures.size());
+    if (added) result.failures.push_back({o.scenario, o.signature, 0, o});
+    FailureGroup& g = result.failures[it->second];
+    ++g.runs;
+    if (o.seed < g.smallest.seed) g.smallest = o;
+  }
+  result.outcomes = std::move(outcomes);
+  return result;
+}
+
 absl::StatusOr<ExploreResult> Explore(const std::vector<Scenario>& scenarios,
                                       const ExploreOptions& options,
                                       const PolicyRegistry& registry) {
   if (!options.policy.empty() && registry.Find(options.policy) == nullptr) {
     return registry.Create(options.policy).status();
   }
-  const size_t per = static_cast<size_t>(options.seeds);
-  ExploreResult result;
-  result.outcomes.resize(scenarios.size() * per);
-  std::vector<absl::Status> errors(result.outcomes.size());
-  ParallelFor(
-      result.outcomes.size(), options.jobs,
-      [&](size_t i) {
-        SeedOutcome& out = result.outcomes[i];
-        out.scenario = i / per;
-        out.seed = options.start + i % per;
-        const Scenario& base = scenarios[out.scenario];
-        absl::StatusOr<Scenario> s =
-            options.swarm ? WithSwarmFaults(base, out.seed) : absl::StatusOr<Scenario>(base);
-        if (!s.ok()) {
-          errors[i] = s.status();
-          return;
-        }
-        SimOptions o;
-        o.seed = out.seed;
-        o.policy = options.policy;
-        o.schedule = options.schedule;
-        o.keep_trace = false;
-        absl::StatusOr<SimResult> r = SimulateWithFaults(*s, o, registry);
-        if (!r.ok()) {
-          errors[i] = r.status();
-          return;
-        }
-        out.verdict = r->verdict;
-        out.summary = r->summary;
-        out.faults = s->faults;
-        out.trace_hash = r->trace_hash;
-        out.acceptable = options.swarm ? Contains(AcceptableVerdicts(*s), r->verdict)
-                                       : AsExpected(*s, r->verdict);
-      },
-      options.progress);
-  for (const absl::Status& e : errors) {
-    if (!e.ok()) return e;
+  if (options.shard_count == 0 || options.shard_index >= options.shard_count) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "shard %d of %d does not exist: the index must be below the count", options.shard_index,
+        options.shard_count));
   }
-  result.scenarios.resize(scenarios.size());
-  for (size_t k = 0; k < scenarios.size(); ++k) {
-    result.scenarios[k].name = scenarios[k].name;
-    result.scenarios[k].path = scenarios[k].path;
-  }
-  for (const SeedOutcome& o : result.outcomes) {
-    ScenarioSummary& sum = result.scenarios[o.scenario];
-    ++sum.counts[static_cast<size_t>(o.verdict)];
-    if (!o.acceptable) {
-      result.all_acceptable = false;
-      if (!sum.first_failure) sum.first_failure = o;
+  const bool timed = options.budget.count() > 0;
+  std::atomic<size_t> failures{0};
+  // Item k of this shard's j-th run.
+  auto item_of = [&](size_t j) {
+    return options.shard_index + options.shard_count * j;
+  };
+  // One run; the outcome, or the error that stopped it.
+  auto run_one = [&](uint64_t k, SeedOutcome& out) -> absl::Status {
+    const ExploreItem item = ItemAt(k, scenarios.size(), options);
+    out.index = k;
+    out.scenario = item.scenario;
+    out.seed = item.seed;
+    const Scenario& base = scenarios[out.scenario];
+    absl::StatusOr<Scenario> s =
+        options.swarm ? WithSwarmFaults(base, out.seed) : absl::StatusOr<Scenario>(base);
+    if (!s.ok()) return s.status();
+    SimOptions o;
+    o.seed = out.seed;
+    o.policy = options.policy;
+    o.schedule = options.schedule;
+    o.keep_trace = false;
+    absl::StatusOr<SimResult> r = SimulateWithFaults(*s, o, registry);
+    if (!r.ok()) return r.status();
+    out.verdict = r->verdict;
+    out.trace_hash = r->trace_hash;
+    out.acceptable = options.swarm ? Contains(AcceptableVerdicts(*s), r->verdict)
+                                   : AsExpected(*s, r->verdict);
+    if (!out.acceptable) {
+      out.summary = r->summary;
+      out.policy = r->policy;
+      out.signature = FailureSignature(*r);
+      ++failures;
     }
+    return absl::OkStatus();
+  };
+  std::function<void(size_t)> progress;
+  std::vector<SeedOutcome> outcomes;
+  if (!timed) {
+    const uint64_t runs = ShardSize(ExplorationSize(scenarios.size(), options),
+                                    options.shard_index, options.shard_count);
+    if (options.progress) {
+      progress = [&](size_t done) { options.progress({done, runs, failures.load()}); };
+    }
+    outcomes.resize(runs);
+    std::vector<absl::Status> errors(outcomes.size());
+    ParallelFor(
+        outcomes.size(), options.jobs,
+        [&](size_t j) { errors[j] = run_one(item_of(j), outcomes[j]); }, progress);
+    for (const absl::Status& e : errors) {
+      if (!e.ok()) return e;
+    }
+    return SummarizeOutcomes(scenarios, std::move(outcomes));
   }
-  return result;
+  // Time-budgeted: runs in item order until the time is up; each run claimed
+  // before then finishes and is kept.
+  if (options.progress) {
+    progress = [&](size_t done) { options.progress({done, 0, failures.load()}); };
+  }
+  const auto deadline = std::chrono::steady_clock::now() + options.budget;
+  const uint64_t last_j = (~uint64_t{0} - options.shard_index) / options.shard_count;
+  const size_t count = last_j == std::numeric_limits<size_t>::max() ? last_j : last_j + 1;
+  std::mutex mutex;
+  absl::Status error;
+  uint64_t error_index = ~uint64_t{0};
+  std::atomic<bool> failed_to_run{false};
+  ParallelFor(
+      count, options.jobs,
+      [&](size_t j) {
+        SeedOutcome out;
+        const absl::Status s = run_one(item_of(j), out);
+        const std::lock_guard<std::mutex> lock(mutex);
+        if (!s.ok()) {
+          if (out.index < error_index) {
+            error = s;
+            error_index = out.index;
+          }
+          failed_to_run = true;
+          return;
+        }
+        outcomes.push_back(std::move(out));
+      },
+      progress,
+      [&] {
+        return std::chrono::steady_clock::now() >= deadline ||
+               (options.stop_on_failure && failures.load() > 0) ||
+               failed_to_run.load();
+      });
+  if (!error.ok()) return error;
+  if (options.stop_on_failure) {
+    // Every item before the first failure was claimed before it and ran: the
+    // prefix up to it is the same whatever --jobs and the machine's speed.
+    uint64_t first = ~uint64_t{0};
+    for (const SeedOutcome& o : outcomes) {
+      if (!o.acceptable) first = std::min(first, o.index);
+    }
+    std::erase_if(outcomes, [first](const SeedOutcome& o) { return o.index > first; });
+  }
+  return SummarizeOutcomes(scenarios, std::move(outcomes));
 }
 
 std::string ReplayCommand(const Scenario& scenario, const SeedOutcome& outcome,
@@ -260,14 +426,43 @@ std::string CountsText(const ScenarioSummary& s) {
   return absl::StrJoin(parts, ", ");
 }
 
+// "40m", "90s", "2h": a budget as --for takes it.
+std::string BudgetText(std::chrono::seconds budget) {
+  const int64_t s = budget.count();
+  if (s % 3600 == 0) return absl::StrFormat("%dh", s / 3600);
+  if (s % 60 == 0) return absl::StrFormat("%dm", s / 60);
+  return absl::StrFormat("%ds", s);
+}
+
+// What was explored, for the summary's first line.
+std::string ExplorationText(size_t num_scenarios, const ExploreResult& result,
+                            const ExploreOptions& options) {
+  if (options.budget.count() > 0) {
+    return absl::StrFormat("%d scenario(s), %d run(s) of random seeds from root seed %d (--for %s%s)",
+                           num_scenarios, result.outcomes.size(), options.root_seed,
+                           BudgetText(options.budget),
+                           options.stop_on_failure ? ", stopping at the first failure" : "");
+  }
+  return absl::StrFormat("%d scenario(s) x %d seed(s) from seed %d", num_scenarios, options.seeds,
+                         options.start);
+}
+
 }  // namespace
 
 std::string FormatExploreSummary(const std::vector<Scenario>& scenarios,
                                  const ExploreResult& result, const ExploreOptions& options) {
   std::string out = absl::StrFormat(
-      "%d scenario(s) x %d seed(s) from seed %d%s, policy %s, schedule %s\n\n", scenarios.size(),
-      options.seeds, options.start, options.swarm ? ", swarm faults" : "",
+      "%s%s, policy %s, schedule %s\n", ExplorationText(scenarios.size(), result, options),
+      options.swarm ? ", swarm faults" : "",
       options.policy.empty() ? "as declared" : options.policy, options.schedule);
+  if (options.shard_count > 1) {
+    absl::StrAppendFormat(
+        &out, "shard %d of %d: %d run(s), items k with k mod %d = %d; lockstep merge combines the "
+              "shards\n",
+        options.shard_index, options.shard_count, result.outcomes.size(), options.shard_count,
+        options.shard_index);
+  }
+  absl::StrAppend(&out, "\n");
   size_t width = 8;
   for (const Scenario& s : scenarios) width = std::max(width, s.name.size());
   for (size_t k = 0; k < scenarios.size(); ++k) {
@@ -275,16 +470,15 @@ std::string FormatExploreSummary(const std::vector<Scenario>& scenarios,
     absl::StrAppendFormat(&out, "  %-*s  %s  %s\n", static_cast<int>(width), s.name,
                           s.first_failure ? "FAIL" : "ok  ", CountsText(s));
   }
-  bool any = false;
-  for (size_t k = 0; k < scenarios.size(); ++k) {
-    const ScenarioSummary& s = result.scenarios[k];
-    if (!s.first_failure) continue;
-    if (!any) absl::StrAppend(&out, "\nfirst failing seed per scenario:\n");
-    any = true;
-    absl::StrAppendFormat(&out, "  %s seed %d: %s\n    %s\n    replay: %s\n", s.name,
-                          s.first_failure->seed, VerdictName(s.first_failure->verdict),
-                          s.first_failure->summary,
-                          ReplayCommand(scenarios[k], *s.first_failure, options));
+  if (!result.failures.empty()) {
+    absl::StrAppendFormat(&out, "\nfailures by signature (%d), each with its smallest seed:\n",
+                          result.failures.size());
+  }
+  for (const FailureGroup& g : result.failures) {
+    absl::StrAppendFormat(&out, "  %s: %s\n    %d run(s), smallest seed %d: %s\n    replay: %s\n",
+                          scenarios[g.scenario].name, g.signature, g.runs, g.smallest.seed,
+                          g.smallest.summary,
+                          ReplayCommand(scenarios[g.scenario], g.smallest, options));
   }
   absl::StrAppendFormat(&out, "\n%s\n",
                         result.all_acceptable ? "every run gave an acceptable verdict"
@@ -294,9 +488,9 @@ std::string FormatExploreSummary(const std::vector<Scenario>& scenarios,
 
 std::string FormatExploreMarkdown(const std::vector<Scenario>& scenarios,
                                   const ExploreResult& result, const ExploreOptions& options) {
-  std::string out = absl::StrFormat(
-      "### lockstep explore: %d scenario(s) x %d seed(s)%s\n\n| scenario | result |",
-      scenarios.size(), options.seeds, options.swarm ? ", swarm faults" : "");
+  std::string out = absl::StrFormat("### lockstep explore: %s%s\n\n| scenario | result |",
+                                    ExplorationText(scenarios.size(), result, options),
+                                    options.swarm ? ", swarm faults" : "");
   for (int v = 0; v < kNumVerdicts; ++v) {
     absl::StrAppendFormat(&out, " %s |", VerdictName(static_cast<Verdict>(v)));
   }
@@ -315,6 +509,16 @@ std::string FormatExploreMarkdown(const std::vector<Scenario>& scenarios,
     } else {
       absl::StrAppend(&out, " |\n");
     }
+  }
+  if (!result.failures.empty()) {
+    absl::StrAppend(&out,
+                    "\n| failure signature | scenario | runs | smallest seed | replay |\n"
+                    "|---|---|---|---|---|\n");
+  }
+  for (const FailureGroup& g : result.failures) {
+    absl::StrAppendFormat(&out, "| `%s` | `%s` | %d | %d | `%s` |\n", g.signature,
+                          scenarios[g.scenario].name, g.runs, g.smallest.seed,
+                          ReplayCommand(scenarios[g.scenario], g.smallest, options));
   }
   return out;
 }

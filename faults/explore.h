@@ -1,10 +1,12 @@
 // Exploration: many seeds of many scenarios, in parallel, with results that do
-// not depend on the number of worker threads; and the mutant detection table.
+// not depend on the number of worker threads; sharded over machines, or run
+// for a time budget; and the mutant detection table.
 
 #ifndef LOCKSTEP_FAULTS_EXPLORE_H_
 #define LOCKSTEP_FAULTS_EXPLORE_H_
 
 #include <array>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -15,6 +17,7 @@
 #include "dispatch/policy.h"
 #include "sim/scenario/scenario.h"
 #include "sim/scenario/verdict.h"
+#include "sim/simulation.h"
 
 namespace lockstep::faults {
 
@@ -29,42 +32,103 @@ absl::StatusOr<std::vector<Scenario>> LoadScenarios(const std::string& path,
                                                     const std::string& catalogue = "",
                                                     std::vector<std::string>* unreadable = nullptr);
 
+// Progress of a running exploration, for a progress line.
+struct ExploreProgress {
+  size_t done = 0;      // runs finished
+  size_t total = 0;     // runs to do; 0 when the exploration runs until its time is up
+  size_t failures = 0;  // runs so far whose verdict was not acceptable
+};
+
 struct ExploreOptions {
   uint64_t start = 1;    // first seed
   uint64_t seeds = 100;  // seeds per scenario
   bool swarm = false;    // replace each scenario's faults by the seed's swarm draw
   std::string policy;    // empty: each scenario's own
   std::string schedule = "random";
+  // Time-budgeted exploration (budget > 0): instead of seeds [start, start +
+  // seeds), random 64-bit seeds drawn from `root_seed` (TimedSeed), run until
+  // `budget` has passed (or, with stop_on_failure, the first failure).
+  std::chrono::seconds budget{0};
+  uint64_t root_seed = 0;
+  bool stop_on_failure = false;
+  // This run is shard `shard_index` of `shard_count`: it runs item k of the
+  // exploration's ordered list (ItemAt) when k mod shard_count == shard_index,
+  // so the shards of one count cover the list exactly once.
+  uint64_t shard_index = 0;
+  uint64_t shard_count = 1;
   int jobs = 1;
-  // Called from the calling thread as runs finish (done, total).
-  std::function<void(size_t, size_t)> progress;
+  // Called (from a reporting thread) as runs finish.
+  std::function<void(const ExploreProgress&)> progress;
 };
 
+// The exploration's ordered list of (scenario, seed) items. With seeds: item
+// k is scenario k / seeds with seed start + k mod seeds (scenario-major, the
+// order of the summary). Time-budgeted: item k is scenario k mod S with seed
+// TimedSeed(root_seed, k / S), so every round runs each scenario once.
+struct ExploreItem {
+  size_t scenario = 0;
+  uint64_t seed = 0;
+};
+ExploreItem ItemAt(uint64_t k, size_t num_scenarios, const ExploreOptions& options);
+// The seed of round `round` of a time-budgeted exploration.
+uint64_t TimedSeed(uint64_t root_seed, uint64_t round);
+// How many items an exploration with seeds has (scenarios x seeds), and how
+// many of them a shard runs.
+uint64_t ExplorationSize(size_t num_scenarios, const ExploreOptions& options);
+uint64_t ShardSize(uint64_t total, uint64_t shard_index, uint64_t shard_count);
+
+// One run, as a result file keeps it and every summary is rendered from.
 struct SeedOutcome {
+  uint64_t index = 0;   // item k of the exploration's ordered list
   size_t scenario = 0;  // index into the scenarios explored
   uint64_t seed = 0;
   Verdict verdict = Verdict::kClean;
   bool acceptable = true;  // the verdict the scenario (or its swarm faults) allows
-  std::string summary;
-  std::vector<FaultSpec> faults;  // the faults the run had (swarm: the draw)
   uint64_t trace_hash = 0;
+  // Runs whose verdict is not acceptable only (empty otherwise):
+  std::string summary;    // the verdict's one-line explanation
+  std::string policy;     // the dispatch policy that ran (a mutant's name, say)
+  std::string signature;  // FailureSignature: what makes two failures the same bug
 };
 
 struct ScenarioSummary {
   std::string name;
   std::string path;
-  std::array<int, kNumVerdicts> counts{};
-  std::optional<SeedOutcome> first_failure;
+  std::array<uint64_t, kNumVerdicts> counts{};
+  std::optional<SeedOutcome> first_failure;  // the earliest in item order
+};
+
+// Failures of one scenario with one signature: one bug, however many seeds
+// hit it.
+struct FailureGroup {
+  size_t scenario = 0;
+  std::string signature;
+  uint64_t runs = 0;
+  SeedOutcome smallest;  // the failing run with the smallest seed
 };
 
 struct ExploreResult {
   std::vector<ScenarioSummary> scenarios;
-  std::vector<SeedOutcome> outcomes;  // scenario-major, seed order
+  std::vector<SeedOutcome> outcomes;  // in item order
+  // In the item order of each group's first run.
+  std::vector<FailureGroup> failures;
   bool all_acceptable = true;
 };
 
-// Runs seeds [start, start + seeds) of every scenario. Identical results for
-// any `jobs`: each run is independent and results are collected by index.
+// What makes two failures the same bug: the verdict, the detector that gave
+// it, the kind of call site (without step and layer), the inputs of the first
+// divergent decision that differed between ranks (hangs), and the policy.
+// "wrong_peer/contributors @moe policy=no-hybrid-fusion-gate".
+std::string FailureSignature(const SimResult& result);
+
+// Counts, first failures and failure groups of `outcomes` (any order; they
+// are sorted by item). The one summary explore and merge both render.
+ExploreResult SummarizeOutcomes(const std::vector<Scenario>& scenarios,
+                                std::vector<SeedOutcome> outcomes);
+
+// Runs this shard's items of the exploration: seeds [start, start + seeds) of
+// every scenario, or random seeds until the budget is spent. Identical results
+// for any `jobs`: each run is independent and results are collected by item.
 absl::StatusOr<ExploreResult> Explore(const std::vector<Scenario>& scenarios,
                                       const ExploreOptions& options,
                                       const PolicyRegistry& registry);
@@ -73,8 +137,9 @@ absl::StatusOr<ExploreResult> Explore(const std::vector<Scenario>& scenarios,
 std::string ReplayCommand(const Scenario& scenario, const SeedOutcome& outcome,
                           const ExploreOptions& options);
 
-// Verdict counts per scenario as text, and as a Markdown table (for a pull
-// request comment).
+// Verdict counts per scenario and failures by signature as text, and as a
+// Markdown table (for a pull request comment). Rendered from the result's
+// records alone, so a merge of shards renders what one run would.
 std::string FormatExploreSummary(const std::vector<Scenario>& scenarios,
                                  const ExploreResult& result, const ExploreOptions& options);
 std::string FormatExploreMarkdown(const std::vector<Scenario>& scenarios,

@@ -1,0 +1,204 @@
+#include "cli/shard.h"
+
+#include <charconv>
+#include <cstdlib>
+#include <limits>
+
+#include "absl/strings/str_format.h"
+#include "sim/scenario/input_text.h"
+
+namespace lockstep::cli {
+namespace {
+
+// A non-negative decimal integer, all of `text`.
+std::optional<uint64_t> ParseCount(std::string_view text) {
+  uint64_t v = 0;
+  const char* end = text.data() + text.size();
+  auto [ptr, ec] = std::from_chars(text.data(), end, v);
+  if (text.empty() || ec != std::errc() || ptr != end) return std::nullopt;
+  return v;
+}
+
+// The integer value of environment variable `name`, which is set.
+absl::StatusOr<uint64_t> EnvCount(const EnvLookup& env, const char* name) {
+  const std::optional<std::string> value = env(name);
+  if (!value) {
+    return absl::InvalidArgumentError(absl::StrFormat("%s is not set", name));
+  }
+  const std::optional<uint64_t> v = ParseCount(*value);
+  if (!v) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "%s=%s is not an integer >= 0; unset it, or give --shard I/N, which wins", name,
+        QuoteBytes(*value)));
+  }
+  return *v;
+}
+
+absl::Status CheckShard(const ShardSpec& s) {
+  if (s.count == 0 || s.count > kMaxShards) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "%s: the shard count must be in [1, %d], got %d", s.source, kMaxShards, s.count));
+  }
+  if (s.index >= s.count) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "%s: shard index %d is not below the count %d (shards are numbered 0 to %d%s)", s.source,
+        s.index, s.count, s.count - 1,
+        s.source.starts_with("SLURM")
+            ? "; give sbatch one contiguous range, --array=0-N-1, without a step"
+            : ""));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+EnvLookup ProcessEnvironment() {
+  return [](const char* name) -> std::optional<std::string> {
+    const char* v = std::getenv(name);  // NOLINT(concurrency-mt-unsafe): read before threads start
+    if (v == nullptr) return std::nullopt;
+    return std::string(v);
+  };
+}
+
+absl::StatusOr<ShardSpec> ResolveShard(std::string_view shard_flag, bool shard_set,
+                                       uint64_t count_flag, bool count_set, const EnvLookup& env) {
+  ShardSpec s;
+  if (shard_set) {
+    if (count_set) {
+      return absl::InvalidArgumentError(
+          "--shard I/N already gives the count; drop --shard-count");
+    }
+    const size_t slash = shard_flag.find('/');
+    const std::optional<uint64_t> index =
+        slash == std::string_view::npos ? std::nullopt : ParseCount(shard_flag.substr(0, slash));
+    const std::optional<uint64_t> count =
+        slash == std::string_view::npos ? std::nullopt : ParseCount(shard_flag.substr(slash + 1));
+    if (!index || !count) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "--shard expects I/N (shard I of N, 0 <= I < N), e.g. --shard 3/7; got %s",
+          QuoteBytes(shard_flag)));
+    }
+    s.index = *index;
+    s.count = *count;
+    s.source = absl::StrFormat("--shard %d/%d", s.index, s.count);
+    if (absl::Status st = CheckShard(s); !st.ok()) return st;
+    return s;
+  }
+  if (env("SLURM_ARRAY_TASK_ID")) {
+    absl::StatusOr<uint64_t> id = EnvCount(env, "SLURM_ARRAY_TASK_ID");
+    if (!id.ok()) return id.status();
+    absl::StatusOr<uint64_t> min = EnvCount(env, "SLURM_ARRAY_TASK_MIN");
+    if (!min.ok()) return min.status();
+    if (*id < *min) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "SLURM_ARRAY_TASK_ID=%d is below SLURM_ARRAY_TASK_MIN=%d; not a task of a Slurm array",
+          *id, *min));
+    }
+    s.index = *id - *min;
+    if (count_set) {
+      s.count = count_flag;
+    } else {
+      absl::StatusOr<uint64_t> count = EnvCount(env, "SLURM_ARRAY_TASK_COUNT");
+      if (!count.ok()) return count.status();
+      s.count = *count;
+    }
+    s.source = absl::StrFormat("SLURM_ARRAY_TASK_ID=%d - SLURM_ARRAY_TASK_MIN=%d, %s=%d", *id,
+                               *min, count_set ? "--shard-count" : "SLURM_ARRAY_TASK_COUNT",
+                               s.count);
+  } else if (env("JOB_COMPLETION_INDEX")) {
+    absl::StatusOr<uint64_t> index = EnvCount(env, "JOB_COMPLETION_INDEX");
+    if (!index.ok()) return index.status();
+    s.index = *index;
+    if (count_set) {
+      s.count = count_flag;
+    } else if (env("LOCKSTEP_SHARD_COUNT")) {
+      absl::StatusOr<uint64_t> count = EnvCount(env, "LOCKSTEP_SHARD_COUNT");
+      if (!count.ok()) return count.status();
+      s.count = *count;
+    } else {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "JOB_COMPLETION_INDEX=%d is set (a Kubernetes Indexed Job) but not the shard count: "
+          "give --shard-count N or set LOCKSTEP_SHARD_COUNT to the Job's completions",
+          s.index));
+    }
+    s.source = absl::StrFormat("JOB_COMPLETION_INDEX=%d, %s=%d", s.index,
+                               count_set ? "--shard-count" : "LOCKSTEP_SHARD_COUNT", s.count);
+  } else if (env("OMPI_COMM_WORLD_RANK")) {
+    absl::StatusOr<uint64_t> rank = EnvCount(env, "OMPI_COMM_WORLD_RANK");
+    if (!rank.ok()) return rank.status();
+    s.index = *rank;
+    if (count_set) {
+      s.count = count_flag;
+    } else {
+      absl::StatusOr<uint64_t> size = EnvCount(env, "OMPI_COMM_WORLD_SIZE");
+      if (!size.ok()) return size.status();
+      s.count = *size;
+    }
+    s.source = absl::StrFormat("OMPI_COMM_WORLD_RANK=%d, %s=%d", s.index,
+                               count_set ? "--shard-count" : "OMPI_COMM_WORLD_SIZE", s.count);
+  } else if (count_set) {
+    return absl::InvalidArgumentError(
+        "--shard-count needs a shard index: give --shard I/N instead, or run under a Slurm "
+        "array, a Kubernetes Indexed Job or mpirun");
+  } else {
+    return s;
+  }
+  if (absl::Status st = CheckShard(s); !st.ok()) return st;
+  return s;
+}
+
+absl::StatusOr<std::chrono::seconds> ParseDuration(std::string_view text) {
+  const auto bad = [&] {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "--for expects a duration such as 90s, 40m, 2h or 1h30m (1 second to 30 days), got %s",
+        QuoteBytes(text)));
+  };
+  if (text.empty() || text.size() > 32) return bad();
+  uint64_t total = 0;
+  size_t i = 0;
+  while (i < text.size()) {
+    const size_t digits_end = text.find_first_not_of("0123456789", i);
+    if (digits_end == i || digits_end == std::string_view::npos) return bad();
+    const std::optional<uint64_t> n = ParseCount(text.substr(i, digits_end - i));
+    if (!n || *n > 30ull * 24 * 3600) return bad();
+    const char unit = text[digits_end];
+    const uint64_t scale = unit == 's' ? 1 : unit == 'm' ? 60 : unit == 'h' ? 3600 : 0;
+    if (scale == 0) return bad();
+    total += *n * scale;
+    if (total > 30ull * 24 * 3600) return bad();
+    i = digits_end + 1;
+  }
+  if (total == 0) return bad();
+  return std::chrono::seconds(static_cast<int64_t>(total));
+}
+
+namespace {
+
+std::string Clock(double seconds) {
+  const int64_t s = static_cast<int64_t>(seconds + 0.5);
+  if (s >= 3600) return absl::StrFormat("%dh%02dm", s / 3600, s / 60 % 60);
+  if (s >= 60) return absl::StrFormat("%dm%02ds", s / 60, s % 60);
+  return absl::StrFormat("%ds", s);
+}
+
+}  // namespace
+
+std::string FormatProgress(const faults::ExploreProgress& p, double elapsed_s,
+                           std::optional<double> budget_s) {
+  const double rate = elapsed_s > 0 ? static_cast<double>(p.done) / elapsed_s : 0.0;
+  std::string left;
+  if (budget_s) {
+    left = Clock(std::max(0.0, *budget_s - elapsed_s)) + " left";
+  } else if (p.done >= p.total) {
+    left = "done";
+  } else if (rate > 0) {
+    left = "~" + Clock(static_cast<double>(p.total - p.done) / rate) + " left";
+  } else {
+    left = "time left unknown";
+  }
+  const std::string runs = p.total > 0 ? absl::StrFormat("%d/%d runs", p.done, p.total)
+                                       : absl::StrFormat("%d runs", p.done);
+  return absl::StrFormat("%s, %.1f runs/s, %d failure(s), %s", runs, rate, p.failures, left);
+}
+
+}  // namespace lockstep::cli

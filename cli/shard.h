@@ -1,0 +1,62 @@
+// Which slice of an exploration this process runs (lockstep explore --shard),
+// from the flag or from what a cluster scheduler sets, and the --for budget
+// and progress line of long explorations.
+//
+// Where the shard comes from, first present wins:
+//   --shard I/N                                   the flag, always
+//   SLURM_ARRAY_TASK_ID, _MIN, _COUNT             sbatch --array=A-B: I = ID - MIN, N = COUNT
+//   JOB_COMPLETION_INDEX                          a Kubernetes Indexed Job: I; N from
+//                                                 --shard-count or LOCKSTEP_SHARD_COUNT
+//   OMPI_COMM_WORLD_RANK, OMPI_COMM_WORLD_SIZE    mpirun -np N: I = rank, N = size
+// --shard-count N overrides the count an environment gives.
+
+#ifndef LOCKSTEP_CLI_SHARD_H_
+#define LOCKSTEP_CLI_SHARD_H_
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "absl/status/statusor.h"
+#include "faults/explore.h"
+
+namespace lockstep::cli {
+
+// The most shards an exploration may have.
+inline constexpr uint64_t kMaxShards = uint64_t{1} << 20;
+
+struct ShardSpec {
+  uint64_t index = 0;
+  uint64_t count = 1;
+  std::string source;  // "--shard 3/7", "SLURM_ARRAY_TASK_ID=5 (MIN 2, COUNT 7)"; empty: none
+};
+
+// The value of an environment variable, or nullopt when it is not set.
+using EnvLookup = std::function<std::optional<std::string>(const char* name)>;
+// The process's environment.
+EnvLookup ProcessEnvironment();
+
+// The shard from `shard_flag` ("I/N", when `shard_set`), `count_flag` (when
+// `count_set`) and the environment, in the order above. No source: shard 0
+// of 1. InvalidArgument names the flag or variable, its value and what to
+// do: malformed numbers, I >= N, N = 0 or over kMaxShards.
+absl::StatusOr<ShardSpec> ResolveShard(std::string_view shard_flag, bool shard_set,
+                                       uint64_t count_flag, bool count_set, const EnvLookup& env);
+
+// A --for budget: one or more NUMBER UNIT parts, unit s, m or h ("90s",
+// "40m", "2h", "1h30m"), from 1 second to 30 days. InvalidArgument says
+// what is accepted.
+absl::StatusOr<std::chrono::seconds> ParseDuration(std::string_view text);
+
+// The progress line of a long exploration after `elapsed_s` seconds: runs
+// done (of the total, when known), the rate, failures so far and the time
+// left (the budget's, or estimated from the rate).
+std::string FormatProgress(const faults::ExploreProgress& p, double elapsed_s,
+                           std::optional<double> budget_s);
+
+}  // namespace lockstep::cli
+
+#endif  // LOCKSTEP_CLI_SHARD_H_

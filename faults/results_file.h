@@ -1,0 +1,91 @@
+// The result files of an exploration (lockstep explore --out DIR), and the
+// replay bundles of its failures.
+//
+// One file per shard, "shard-0003-of-0007.jsonl", in JSON lines (keys written sorted):
+//
+//   {"lockstep_explore_results":1,"shard":{"index":3,"count":7},"exploration":{...}}
+//   {"i":3,"scenario":"tp8-llama3-h200","seed":4,"verdict":"clean","acceptable":true,
+//    "trace_hash":"0x..."}
+//   {"i":10,...,"acceptable":false,"trace_hash":"0x...","policy":"...","signature":"...",
+//    "summary":"..."}
+//   {"end":{"runs":2}}
+//
+// The header records the exploration — every scenario as the YAML it ran (hardware
+// and model inline) with its name and path, and every option that changes what
+// runs (seeds, start, swarm, policy, schedule; or the budget, root seed and
+// stop-on-failure of --for) — so lockstep merge can refuse files of another
+// exploration and render, from the records alone, the summary one unsharded run
+// gives. A run line is one SeedOutcome; the end line says the shard finished.
+
+#ifndef LOCKSTEP_FAULTS_RESULTS_FILE_H_
+#define LOCKSTEP_FAULTS_RESULTS_FILE_H_
+
+#include <cstdint>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "faults/explore.h"
+#include "nlohmann/json.hpp"
+#include "sim/scenario/scenario.h"
+
+namespace lockstep::faults {
+
+inline constexpr int kResultsFormat = 1;
+
+// "shard-0003-of-0007.jsonl".
+std::string ShardFileName(uint64_t shard_index, uint64_t shard_count);
+// Whether `name` (a file name, no directory) is one ShardFileName gives.
+bool IsShardFileName(const std::string& name);
+
+// The header's record of an exploration: equal for every shard of one.
+nlohmann::json ExplorationJson(const std::vector<Scenario>& scenarios,
+                               const ExploreOptions& options);
+
+// The result file of one shard's run of an exploration (options.shard_index
+// and shard_count name the shard; `result` is what Explore gave it).
+void WriteResultFile(std::ostream& out, const std::vector<Scenario>& scenarios,
+                     const ExploreOptions& options, const ExploreResult& result);
+
+// One result file, read back.
+struct ShardFile {
+  std::string path;
+  uint64_t shard_index = 0;
+  uint64_t shard_count = 1;
+  nlohmann::json exploration;       // the header's, as written
+  std::vector<Scenario> scenarios;  // parsed from it, with the paths they had
+  ExploreOptions options;           // the exploration's options and this shard
+  std::vector<SeedOutcome> outcomes;
+};
+
+// Reads a result file. Anything that is not one lockstep wrote — garbage,
+// a truncated file (no end line), a record of another shard or exploration,
+// a line too long — is InvalidArgument naming the file and line and what is
+// wrong; a file that cannot be read names the system's reason.
+absl::StatusOr<ShardFile> ReadResultFile(const std::string& path);
+
+// The shards of one exploration, combined. InvalidArgument when they belong
+// to different explorations (naming two files and what differs), and when
+// shards are missing or duplicated (listing them and what to do).
+struct MergedExploration {
+  std::vector<Scenario> scenarios;
+  ExploreOptions options;  // shard 0 of 1: the unsharded exploration
+  ExploreResult result;
+};
+absl::StatusOr<MergedExploration> MergeShards(std::vector<ShardFile> shards);
+
+// The replay bundle of a failure group: a self-contained report (the format
+// lockstep replay and shrink read) of the group's smallest seed — the
+// scenario's YAML with its faults (swarm: the seed's draw) written out, the
+// seed, policy and schedule, the verdict and the expected trace hash — plus
+// the group's signature and size.
+absl::StatusOr<nlohmann::json> MakeReplayBundle(const Scenario& scenario,
+                                                const ExploreOptions& options,
+                                                const FailureGroup& group);
+// "failure-001-tp4-ep2-qwen3-h200-seed-1.json" for the `number`th group (from 1).
+std::string BundleFileName(size_t number, const Scenario& scenario, const FailureGroup& group);
+
+}  // namespace lockstep::faults
+
+#endif  // LOCKSTEP_FAULTS_RESULTS_FILE_H_

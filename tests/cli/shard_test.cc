@@ -1,0 +1,469 @@
+// Sharded explorations: lockstep explore --shard/--out/--for, lockstep merge,
+// replay bundles, and the shard from the environment (issue 16).
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "cli/commands.h"
+#include "cli/shard.h"
+#include "faults/explore.h"
+#include "faults/results_file.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "tests/scratch_dir.h"
+
+namespace lockstep::cli {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+struct Result {
+  int code;
+  std::string out;
+  std::string err;
+};
+
+Result RunLockstep(std::vector<std::string> args) {
+  args.insert(args.begin(), "lockstep");
+  std::ostringstream out, err;
+  const int code = Main(args, out, err);
+  return {code, out.str(), err.str()};
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+void WriteFile(const std::string& path, const std::string& text) {
+  std::ofstream(path, std::ios::binary) << text;
+}
+
+std::string Topologies() { return LOCKSTEP_SOURCE_DIR "/topologies"; }
+
+// A fresh directory under the scratch directory.
+std::string FreshDir(const std::string& name) {
+  const std::string dir = lockstep::testing::ScratchDir() + "/shard_test/" + name;
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+// Three small scenarios, two of which the mutant breaks: failure groups with
+// several seeds each.
+std::string Scenarios() {
+  static const std::string dir = [] {
+    const std::string d = FreshDir("scenarios");
+    for (const char* f : {"tp4-ep2-qwen3-h200.yaml", "tp8-llama3-h200.yaml",
+                          "faults/tp8-ep2-both-moe-groups-tagged.yaml"}) {
+      fs::copy_file(Topologies() + "/scenarios/" + f, d + "/" + fs::path(f).filename().string());
+    }
+    return d;
+  }();
+  return dir;
+}
+
+std::vector<std::string> Exploration(std::vector<std::string> extra = {}) {
+  std::vector<std::string> args = {"explore",  Scenarios(), "--catalogue", Topologies(),
+                                   "--seeds",  "6",         "--policy",    "no-hybrid-fusion-gate",
+                                   "--schedule", "pct:3"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  return args;
+}
+
+// Runs every shard of `count` into `dir`.
+void RunShards(const std::string& dir, int count, std::vector<std::string> extra = {}) {
+  for (int i = 0; i < count; ++i) {
+    std::vector<std::string> args = extra;
+    args.insert(args.end(), {"--shard", absl::StrCat(i, "/", count), "--out", dir});
+    const Result r = RunLockstep(Exploration(args));
+    ASSERT_TRUE(r.code == kExitOk || r.code == kExitUnexpected) << r.err;
+    if (count > 1) {
+      EXPECT_THAT(r.out, HasSubstr(absl::StrFormat("shard %d of %d", i, count)));
+    }
+  }
+}
+
+TEST(ShardTest, ShardedAndMergedEqualsOneUnshardedRunByteForByte) {
+  const std::string md = FreshDir("whole") + "/whole.md";
+  const Result whole = RunLockstep(Exploration({"--markdown", md}));
+  ASSERT_EQ(whole.code, kExitUnexpected) << whole.err;
+  // Many seeds of one bug: one line with the count and the smallest seed.
+  EXPECT_THAT(whole.out, HasSubstr("failures by signature (2)"));
+  EXPECT_THAT(whole.out,
+              HasSubstr("tp4-ep2-qwen3-h200: wrong_peer/contributors @moe_deferred "
+                        "policy=no-hybrid-fusion-gate\n    6 run(s), smallest seed 1: "));
+  EXPECT_THAT(whole.out, HasSubstr("tp8-llama3-h200                       ok    clean 6\n"));
+  for (int n : {1, 2, 3, 7}) {
+    SCOPED_TRACE(n);
+    const std::string dir = FreshDir(absl::StrCat("n", n));
+    RunShards(dir, n);
+    const Result merged = RunLockstep({"merge", dir, "--markdown", dir + "/merged.md"});
+    EXPECT_EQ(merged.code, whole.code) << merged.err;
+    EXPECT_EQ(merged.out, whole.out);
+    EXPECT_EQ(ReadFile(dir + "/merged.md"), ReadFile(md));
+    EXPECT_THAT(merged.err, HasSubstr("failure-001-tp4-ep2-qwen3-h200-seed-1.json"));
+  }
+}
+
+TEST(ShardTest, ResultFilesDoNotDependOnJobs) {
+  const std::string a = FreshDir("jobs1"), b = FreshDir("jobs2");
+  RunShards(a, 2, {"--jobs", "1"});
+  RunShards(b, 2, {"--jobs", "2"});
+  for (const char* f : {"shard-0000-of-0002.jsonl", "shard-0001-of-0002.jsonl"}) {
+    const std::string text = ReadFile(a + "/" + f);
+    EXPECT_FALSE(text.empty());
+    EXPECT_EQ(text, ReadFile(b + "/" + f)) << f;
+  }
+}
+
+TEST(ShardTest, EveryCountCoversEachItemExactlyOnce) {
+  faults::ExploreOptions o;
+  o.seeds = 13;
+  const uint64_t total = faults::ExplorationSize(5, o);
+  for (uint64_t n = 1; n <= 10; ++n) {
+    std::set<uint64_t> seen;
+    uint64_t runs = 0;
+    for (uint64_t i = 0; i < n; ++i) {
+      runs += faults::ShardSize(total, i, n);
+      for (uint64_t k = i; k < total; k += n) seen.insert(k);
+    }
+    EXPECT_EQ(runs, total) << n;
+    EXPECT_EQ(seen.size(), total) << n;
+  }
+  // Items are scenario-major, seeds from --start.
+  o.start = 10;
+  EXPECT_EQ(faults::ItemAt(14, 5, o).scenario, 1u);
+  EXPECT_EQ(faults::ItemAt(14, 5, o).seed, 11u);
+}
+
+TEST(ShardTest, MissingAndDuplicatedShardsAreListed) {
+  const std::string dir = FreshDir("missing");
+  for (int i : {0, 2, 3, 4}) {
+    RunLockstep(Exploration({"--shard", absl::StrCat(i, "/7"), "--out", dir}));
+  }
+  Result r = RunLockstep({"merge", dir});
+  EXPECT_EQ(r.code, kExitUsage);
+  EXPECT_THAT(r.err, HasSubstr("missing: 3 of the 7 shards, shards 1, 5-6; run them again"));
+  EXPECT_TRUE(r.out.empty());
+
+  const std::string again = FreshDir("duplicate");
+  RunShards(again, 2);
+  const std::string other = FreshDir("duplicate-copy");
+  fs::copy_file(again + "/shard-0001-of-0002.jsonl", other + "/shard-0001-of-0002.jsonl");
+  r = RunLockstep({"merge", again, other});
+  EXPECT_EQ(r.code, kExitUsage);
+  EXPECT_THAT(r.err, HasSubstr("duplicated: shard 1 of 2 in " + again +
+                               "/shard-0001-of-0002.jsonl, " + other +
+                               "/shard-0001-of-0002.jsonl; keep one of them"));
+}
+
+TEST(ShardTest, MixedExplorationsAreRefused) {
+  const std::string a = FreshDir("mixed-a"), b = FreshDir("mixed-b");
+  RunLockstep(Exploration({"--shard", "0/2", "--out", a}));
+  RunLockstep({"explore", Scenarios(), "--catalogue", Topologies(), "--seeds", "5", "--policy",
+               "no-hybrid-fusion-gate", "--schedule", "pct:3", "--shard", "1/2", "--out", b});
+  Result r = RunLockstep({"merge", a, b});
+  EXPECT_EQ(r.code, kExitUsage);
+  EXPECT_THAT(r.err, HasSubstr("mixed explorations: " + a + "/shard-0000-of-0002.jsonl and " + b +
+                               "/shard-0001-of-0002.jsonl are shards of different explorations "
+                               "(seeds '6' vs '5')"));
+  // Another shard count.
+  RunLockstep(Exploration({"--shard", "1/3", "--out", b}));
+  r = RunLockstep({"merge", a + "/shard-0000-of-0002.jsonl", b + "/shard-0001-of-0003.jsonl"});
+  EXPECT_EQ(r.code, kExitUsage);
+  EXPECT_THAT(r.err, HasSubstr("is shard 0 of 2"));
+  EXPECT_THAT(r.err, HasSubstr("shard 1 of 3"));
+}
+
+TEST(ShardTest, AReplayBundleReplaysAnywhereAndAnEditedOneDoesNot) {
+  const std::string dir = FreshDir("bundle");
+  RunShards(dir, 3, {"--swarm"});
+  const Result merged = RunLockstep({"merge", dir});
+  ASSERT_EQ(merged.code, kExitUnexpected) << merged.err;
+  std::vector<std::string> bundles;
+  for (const fs::directory_entry& e : fs::directory_iterator(dir)) {
+    if (e.path().filename().string().starts_with("failure-")) bundles.push_back(e.path());
+  }
+  ASSERT_FALSE(bundles.empty());
+  // Anywhere: the bundle alone, the scenario files gone.
+  const std::string moved = FreshDir("bundle-moved") + "/b.json";
+  fs::copy_file(bundles.front(), moved);
+  const nlohmann::json b = nlohmann::json::parse(ReadFile(moved));
+  for (const char* key : {"seed", "policy", "schedule", "trace_hash", "signature", "runs"}) {
+    EXPECT_TRUE(b.contains(key)) << key;
+  }
+  EXPECT_EQ(b["schedule"], "pct:3");
+  Result r = RunLockstep({"replay", moved});
+  EXPECT_EQ(r.code, kExitOk) << r.out << r.err;
+  EXPECT_THAT(r.out, HasSubstr("bundle:  "));
+  EXPECT_THAT(r.out, HasSubstr("reproduced"));
+  nlohmann::json edited = b;
+  edited["trace_hash"] = "0x0123456789abcdef";
+  WriteFile(moved, edited.dump());
+  r = RunLockstep({"replay", moved});
+  EXPECT_EQ(r.code, kExitUnexpected);
+  EXPECT_THAT(r.out, HasSubstr("DIFFERENT"));
+  EXPECT_THAT(r.err, HasSubstr(moved + " expects"));
+  EXPECT_THAT(r.err, HasSubstr("trace hash 0x0123456789abcdef"));
+}
+
+TEST(ShardTest, ATimedExplorationRecordsItsRootSeedAndMergesToItsOwnSummary) {
+  const std::string dir = FreshDir("timed");
+  const std::vector<std::string> args = {"explore", Scenarios(), "--catalogue", Topologies(),
+                                         "--for",   "1s",        "--out",       dir};
+  const Result r = RunLockstep(args);
+  ASSERT_NE(r.code, kExitUsage) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("lockstep explore: root seed "));
+  EXPECT_THAT(r.out, HasSubstr("run(s) of random seeds from root seed "));
+  const std::string text = ReadFile(dir + "/shard-0000-of-0001.jsonl");
+  const nlohmann::json header = nlohmann::json::parse(text.substr(0, text.find('\n')));
+  EXPECT_EQ(header["exploration"]["for_seconds"], 1);
+  const uint64_t root = header["exploration"]["root_seed"].get<uint64_t>();
+  EXPECT_THAT(r.out, HasSubstr(absl::StrCat("root seed ", root, " (--for 1s)")));
+  const Result merged = RunLockstep({"merge", dir});
+  EXPECT_EQ(merged.code, r.code);
+  EXPECT_EQ(merged.out, r.out);
+}
+
+TEST(ShardTest, StopOnFailureGivesTheSamePrefixWhateverJobs) {
+  // A scenario the mutant leaves clean first: item 0 passes, item 1 fails,
+  // and with two jobs items past it may run but are not kept.
+  const std::string dir = FreshDir("stop");
+  fs::copy_file(Topologies() + "/scenarios/tp8-llama3-h200.yaml", dir + "/a-llama.yaml");
+  fs::copy_file(Topologies() + "/scenarios/tp4-ep2-qwen3-h200.yaml", dir + "/b-qwen.yaml");
+  std::vector<std::string> outs;
+  for (const char* jobs : {"1", "2"}) {
+    const Result r = RunLockstep({"explore", dir, "--catalogue", Topologies(), "--policy",
+                                  "no-hybrid-fusion-gate", "--for", "20s", "--root-seed", "99",
+                                  "--stop-on-failure", "--jobs", jobs});
+    EXPECT_EQ(r.code, kExitUnexpected) << r.err;
+    outs.push_back(r.out);
+  }
+  EXPECT_EQ(outs[0], outs[1]);
+  EXPECT_THAT(outs[0], HasSubstr("2 scenario(s), 2 run(s) of random seeds from root seed 99 (--for "
+                               "20s, stopping at the first failure)"));
+  EXPECT_THAT(outs[0], HasSubstr("failures by signature (1)"));
+}
+
+TEST(ShardTest, BadFlagsExitTwoNamingTheFlag) {
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"--shard", "7/7", "--out", "x"}, "--shard 7/7: shard index 7 is not below the count 7"},
+      {{"--shard", "0/0", "--out", "x"}, "the shard count must be in [1, 1048576], got 0"},
+      {{"--shard", "three/7"}, "--shard expects I/N"},
+      {{"--shard", "1/2"}, "needs --out DIR"},
+      {{"--shard", "1/2", "--shard-count", "2"}, "drop --shard-count"},
+      {{"--shard-count", "2"}, "--shard-count needs a shard index"},
+      {{"--for", "0s"}, "--for expects a duration"},
+      {{"--for", "40x"}, "--for expects a duration"},
+      {{"--for", "1m", "--seeds", "3"}, "drop --seeds and --start"},
+      {{"--root-seed", "3"}, "go with --for DURATION"},
+      {{"--stop-on-failure"}, "go with --for DURATION"},
+  };
+  for (const auto& [extra, message] : cases) {
+    const Result r = RunLockstep(Exploration(extra));
+    EXPECT_EQ(r.code, kExitUsage) << extra[0];
+    EXPECT_THAT(r.err, HasSubstr(message)) << extra[0];
+  }
+  const Result r = RunLockstep({"explore", Scenarios(), "--catalogue", Topologies(), "--for", "1m",
+                                "--shard", "0/2", "--out", "x"});
+  EXPECT_EQ(r.code, kExitUsage);
+  EXPECT_THAT(r.err, HasSubstr("give every shard the same --root-seed"));
+}
+
+// --- The shard from the environment. ---------------------------------------
+
+EnvLookup FakeEnv(std::map<std::string, std::string> vars) {
+  return [vars](const char* name) -> std::optional<std::string> {
+    auto it = vars.find(name);
+    if (it == vars.end()) return std::nullopt;
+    return it->second;
+  };
+}
+
+TEST(ResolveShardTest, EnvironmentsGiveTheShardAndTheFlagWins) {
+  const EnvLookup slurm = FakeEnv({{"SLURM_ARRAY_TASK_ID", "6"},
+                                   {"SLURM_ARRAY_TASK_MIN", "4"},
+                                   {"SLURM_ARRAY_TASK_COUNT", "3"}});
+  absl::StatusOr<ShardSpec> s = ResolveShard("", false, 0, false, slurm);
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(s->index, 2u);
+  EXPECT_EQ(s->count, 3u);
+  EXPECT_THAT(s->source, HasSubstr("SLURM_ARRAY_TASK_ID=6 - SLURM_ARRAY_TASK_MIN=4"));
+  s = ResolveShard("1/5", true, 0, false, slurm);
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(s->index, 1u);
+  EXPECT_EQ(s->count, 5u);
+  EXPECT_EQ(s->source, "--shard 1/5");
+
+  s = ResolveShard("", false, 0, false,
+                   FakeEnv({{"JOB_COMPLETION_INDEX", "3"}, {"LOCKSTEP_SHARD_COUNT", "4"}}));
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(s->index, 3u);
+  EXPECT_EQ(s->count, 4u);
+  // --shard-count wins over the environment's count.
+  s = ResolveShard("", false, 8, true,
+                   FakeEnv({{"JOB_COMPLETION_INDEX", "5"}, {"LOCKSTEP_SHARD_COUNT", "4"}}));
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(s->index, 5u);
+  EXPECT_EQ(s->count, 8u);
+
+  s = ResolveShard("", false, 0, false,
+                   FakeEnv({{"OMPI_COMM_WORLD_RANK", "2"}, {"OMPI_COMM_WORLD_SIZE", "3"}}));
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(s->index, 2u);
+  EXPECT_EQ(s->count, 3u);
+
+  s = ResolveShard("", false, 0, false, FakeEnv({}));
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(s->count, 1u);
+  EXPECT_TRUE(s->source.empty());
+}
+
+TEST(ResolveShardTest, MalformedEnvironmentsNameTheVariable) {
+  const std::vector<std::pair<std::map<std::string, std::string>, std::string>> cases = {
+      {{{"SLURM_ARRAY_TASK_ID", "x1"}}, "SLURM_ARRAY_TASK_ID='x1' is not an integer >= 0"},
+      {{{"SLURM_ARRAY_TASK_ID", "1"}, {"SLURM_ARRAY_TASK_COUNT", "2"}},
+       "SLURM_ARRAY_TASK_MIN is not set"},
+      {{{"SLURM_ARRAY_TASK_ID", "1"}, {"SLURM_ARRAY_TASK_MIN", "2"}},
+       "SLURM_ARRAY_TASK_ID=1 is below SLURM_ARRAY_TASK_MIN=2"},
+      {{{"SLURM_ARRAY_TASK_ID", "5"}, {"SLURM_ARRAY_TASK_MIN", "1"}, {"SLURM_ARRAY_TASK_COUNT", "3"}},
+       "shard index 4 is not below the count 3"},
+      {{{"JOB_COMPLETION_INDEX", "2"}}, "give --shard-count N or set LOCKSTEP_SHARD_COUNT"},
+      {{{"JOB_COMPLETION_INDEX", "2"}, {"LOCKSTEP_SHARD_COUNT", ""}},
+       "LOCKSTEP_SHARD_COUNT='' is not an integer >= 0"},
+      {{{"OMPI_COMM_WORLD_RANK", "0"}, {"OMPI_COMM_WORLD_SIZE", "0"}},
+       "the shard count must be in [1, 1048576], got 0"},
+      {{{"OMPI_COMM_WORLD_RANK", "-1"}}, "OMPI_COMM_WORLD_RANK='-1' is not an integer >= 0"},
+  };
+  for (const auto& [vars, message] : cases) {
+    absl::StatusOr<ShardSpec> s = ResolveShard("", false, 0, false, FakeEnv(vars));
+    ASSERT_FALSE(s.ok()) << message;
+    EXPECT_EQ(s.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(s.status().message(), HasSubstr(message));
+  }
+}
+
+// Sets environment variables for the life of the object (tests run one at a time).
+class ScopedEnv {
+ public:
+  explicit ScopedEnv(std::map<std::string, std::string> vars) : vars_(std::move(vars)) {
+    for (const auto& [k, v] : vars_) setenv(k.c_str(), v.c_str(), 1);
+  }
+  ~ScopedEnv() {
+    for (const auto& [k, v] : vars_) unsetenv(k.c_str());
+  }
+
+ private:
+  std::map<std::string, std::string> vars_;
+};
+
+TEST(ResolveShardTest, ExploreTakesTheShardFromTheProcessEnvironment) {
+  const ScopedEnv env({{"OMPI_COMM_WORLD_RANK", "1"}, {"OMPI_COMM_WORLD_SIZE", "2"}});
+  Result r = RunLockstep(Exploration());
+  EXPECT_EQ(r.code, kExitUsage);
+  EXPECT_THAT(r.err, HasSubstr("shard 1 of 2 (OMPI_COMM_WORLD_RANK=1, OMPI_COMM_WORLD_SIZE=2) "
+                               "needs --out DIR"));
+  const std::string dir = FreshDir("env");
+  r = RunLockstep(Exploration({"--out", dir}));
+  EXPECT_EQ(r.code, kExitUnexpected) << r.err;
+  EXPECT_TRUE(fs::exists(dir + "/shard-0001-of-0002.jsonl"));
+  // The flag wins.
+  r = RunLockstep(Exploration({"--shard", "0/1"}));
+  EXPECT_EQ(r.code, kExitUnexpected) << r.err;
+  EXPECT_THAT(r.out, Not(HasSubstr("shard 1 of 2")));
+}
+
+TEST(DurationTest, ParsesBudgets) {
+  EXPECT_EQ(ParseDuration("90s")->count(), 90);
+  EXPECT_EQ(ParseDuration("40m")->count(), 2400);
+  EXPECT_EQ(ParseDuration("2h")->count(), 7200);
+  EXPECT_EQ(ParseDuration("1h30m")->count(), 5400);
+  for (const char* bad : {"", "0s", "5", "m", "1.5h", "-1s", "31d", "999h", "1h30"}) {
+    EXPECT_FALSE(ParseDuration(bad).ok()) << bad;
+  }
+}
+
+TEST(ProgressTest, SaysRunsRateFailuresAndTimeLeft) {
+  EXPECT_EQ(FormatProgress({50, 200, 3}, 10.0, std::nullopt),
+            "50/200 runs, 5.0 runs/s, 3 failure(s), ~30s left");
+  EXPECT_EQ(FormatProgress({120, 0, 0}, 60.0, 2400.0),
+            "120 runs, 2.0 runs/s, 0 failure(s), 39m00s left");
+}
+
+// --- Hostile result files: exit 2 naming the file and line, never a crash. ---
+
+TEST(HostileResultFileTest, GarbageAndTruncationNameFileAndLine) {
+  const std::string dir = FreshDir("hostile-src");
+  RunShards(dir, 1);
+  const std::string good = ReadFile(dir + "/shard-0000-of-0001.jsonl");
+  std::vector<std::string> lines;
+  for (size_t p = 0, q; (q = good.find('\n', p)) != std::string::npos; p = q + 1) {
+    lines.push_back(good.substr(p, q - p));
+  }
+  ASSERT_EQ(lines.size(), 1u + 18u + 1u);  // header, 3 x 6 runs, end
+  auto join = [](const std::vector<std::string>& ls) {
+    std::string t;
+    for (const std::string& l : ls) t += l + "\n";
+    return t;
+  };
+  std::vector<std::string> truncated(lines.begin(), lines.end() - 1);
+  std::vector<std::string> edited = lines;
+  nlohmann::json rec = nlohmann::json::parse(edited[2]);
+  rec["seed"] = 7;
+  edited[2] = rec.dump();
+  std::vector<std::string> bad_verdict = lines;
+  rec = nlohmann::json::parse(lines[3]);
+  rec["verdict"] = "fine";
+  bad_verdict[3] = rec.dump();
+  std::vector<std::string> swapped = lines;
+  std::swap(swapped[2], swapped[3]);
+  std::vector<std::string> after_end = lines;
+  after_end.push_back("{}");
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"", ":1: empty"},
+      {"hello\n", ":1: not a lockstep explore result file"},
+      {std::string("\x00\xff\xfe garbage", 11), ":1: not a lockstep explore result file"},
+      {std::string(100000, '[') + "\n", ":1: not a lockstep explore result file"},
+      {"{\"lockstep_explore_results\": 1}\n", ":1: the header needs shard.index"},
+      {join(truncated), ":19: truncated: no end line"},
+      {join(truncated).substr(0, join(truncated).size() - 30), ": not a JSON object"},
+      {join(edited), ":3: run 1 is 'tp4-ep2-qwen3-h200' seed 7"},
+      {join(bad_verdict), ":4: verdict 'fine' is not a verdict"},
+      {join(swapped), ":4: run 1 comes after run 2"},
+      {join(after_end), ":21: text after the end line"},
+      {lines[0] + "\n" + std::string(2000, '{') + "\n", ":2: not a JSON object"},
+  };
+  const std::string hdir = FreshDir("hostile");
+  for (size_t c = 0; c < cases.size(); ++c) {
+    const std::string path = absl::StrFormat("%s/shard-%04d-of-0001.jsonl", hdir, 0);
+    WriteFile(path, cases[c].first);
+    const Result r = RunLockstep({"merge", path});
+    EXPECT_EQ(r.code, kExitUsage) << c << ": " << r.err;
+    EXPECT_THAT(r.err, HasSubstr(path)) << c;
+    EXPECT_THAT(r.err, HasSubstr(cases[c].second)) << c;
+  }
+  // A directory without result files, and one that is not there.
+  Result r = RunLockstep({"merge", FreshDir("empty")});
+  EXPECT_EQ(r.code, kExitUsage);
+  EXPECT_THAT(r.err, HasSubstr("no shard-*-of-*.jsonl result files in it"));
+  r = RunLockstep({"merge", hdir + "/nothing.jsonl"});
+  EXPECT_EQ(r.code, kExitUsage);
+  EXPECT_THAT(r.err, HasSubstr(hdir + "/nothing.jsonl: cannot read"));
+}
+
+}  // namespace
+}  // namespace lockstep::cli
