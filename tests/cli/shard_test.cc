@@ -2,6 +2,8 @@
 // replay bundles, and the shard from the environment (issue 16).
 
 #include <cstdlib>
+#include <unistd.h>
+
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -56,7 +58,10 @@ std::string Topologies() { return LOCKSTEP_SOURCE_DIR "/topologies"; }
 
 // A fresh directory under the scratch directory.
 std::string FreshDir(const std::string& name) {
-  const std::string dir = lockstep::testing::ScratchDir() + "/shard_test/" + name;
+  // Per process: ctest runs each test of this file as its own process, and
+  // they share names ("scenarios") that one would remove under another.
+  const std::string dir = lockstep::testing::ScratchDir() + "/shard_test-" +
+                          std::to_string(getpid()) + "/" + name;
   fs::remove_all(dir);
   fs::create_directories(dir);
   return dir;
