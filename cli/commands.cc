@@ -26,6 +26,10 @@ std::span<const Command> Commands() {
               &RunHw},
       Command{"layout", "print the groups of a parallel layout, its workspaces and reductions",
               &RunLayout},
+      Command{"import",
+              "turn a deployment's launch flags (sglang.launch_server, vllm serve) into a "
+              "scenario",
+              &RunImport},
       Command{"check-log",
               "compare every rank's decision log and name the first call a group's members "
               "decided differently",

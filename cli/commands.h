@@ -36,6 +36,7 @@ int RunShrink(std::span<const std::string> args, std::ostream& out, std::ostream
 int RunMutants(std::span<const std::string> args, std::ostream& out, std::ostream& err);
 int RunFaults(std::span<const std::string> args, std::ostream& out, std::ostream& err);
 int RunHw(std::span<const std::string> args, std::ostream& out, std::ostream& err);
+int RunImport(std::span<const std::string> args, std::ostream& out, std::ostream& err);
 int RunCheckLog(std::span<const std::string> args, std::ostream& out, std::ostream& err);
 
 // Dispatches argv (program name first) to a verb. No exception escapes: one
