@@ -237,6 +237,39 @@ class SentinelZeroAndSignbit : public DispatchPolicy {
   }
 };
 
+// The Lamport kernel pushes its inputs as they are: a −0 input is the
+// sentinel, so its readers take the element as not yet written and poll
+// forever. The reference rewrites −0 to +0 before pushing (kSanitizeInputs),
+// as the Lamport all-reduce kernels of TensorRT-LLM and FlashInfer do.
+class NoInputSanitising : public DispatchPolicy {
+ public:
+  std::string_view name() const override { return "no-input-sanitising"; }
+
+ protected:
+  void ConfigureFusedLaunch(const GroupBackends& b, const CallDesc& call,
+                            DecisionRecord& r) const override {
+    DispatchPolicy::ConfigureFusedLaunch(b, call, r);
+    r.kernel_flags = static_cast<uint8_t>(r.kernel_flags & ~kSanitizeInputs);
+  }
+};
+
+// The clear of the previous call's Lamport buffer trusted without reading it
+// back: a clear that did not take (a lost store) leaves the previous call's
+// data, which the next call in that buffer reads as fresh (TensorRT-LLM #6237:
+// stale data when the previous call was larger). The reference reads the
+// cleared range back and raises (kVerifyClear).
+class NoClearReadback : public DispatchPolicy {
+ public:
+  std::string_view name() const override { return "no-clear-readback"; }
+
+ protected:
+  void ConfigureFusedLaunch(const GroupBackends& b, const CallDesc& call,
+                            DecisionRecord& r) const override {
+    DispatchPolicy::ConfigureFusedLaunch(b, call, r);
+    r.kernel_flags = static_cast<uint8_t>(r.kernel_flags & ~kVerifyClear);
+  }
+};
+
 // The accumulation type taken from each rank's environment (PR #30700
 // review: fp32_acc must match the fused path on every rank).
 class Fp32AccFromRankEnv : public DispatchPolicy {
@@ -294,8 +327,8 @@ struct MutantEntry {
   std::unique_ptr<DispatchPolicy> (*make)();
 };
 
-const std::array<MutantEntry, 13>& Entries() {
-  static const std::array<MutantEntry, 13> kEntries = {{
+const std::array<MutantEntry, 15>& Entries() {
+  static const std::array<MutantEntry, 15> kEntries = {{
       {{"swallow-kernel-error", "a failing fused kernel falls back to NCCL on its own rank",
         "SGLang PR #30700 review (try/except fallback)", Verdict::kHang, "kernel_launch_failure"},
        &Make<SwallowKernelError>},
@@ -337,6 +370,14 @@ const std::array<MutantEntry, 13>& Entries() {
         "FlashInfer MNNVL all-reduce (sentinel under flush-to-zero)", Verdict::kHang,
         "negative_subnormal_inputs"},
        &Make<SentinelZeroAndSignbit>},
+      {{"no-input-sanitising", "Lamport inputs pushed without rewriting -0 (the sentinel) to +0",
+        "the Lamport sentinel (TensorRT-LLM and FlashInfer kernels sanitise inputs)",
+        Verdict::kHang, "negative_zero_inputs"},
+       &Make<NoInputSanitising>},
+      {{"no-clear-readback", "the clear of the previous Lamport buffer not read back",
+        "TensorRT-LLM #6237 (stale data when the previous call was larger)", Verdict::kWrongPeer,
+        "uncleared_buffer"},
+       &Make<NoClearReadback>},
       {{"fp32-acc-from-rank-env", "fp32 accumulation on the ranks whose environment asks for it",
         "SGLang PR #30700 review (fp32_acc must match on every rank)", Verdict::kDivergence,
         "fp32_acc_env"},
