@@ -78,7 +78,7 @@ def test_decide_fitting_call_takes_the_fused_kernel():
     assert d.peers == [0, 1, 2, 3]
     assert d.group == "tp"
     held = {p["name"]: p["held"] for p in d.predicates}
-    assert held["workspace_peers_match"] and held["tokens_fit"]
+    assert held["workspace_peers_match"] and held["elements_fit"]  # trtllm: tokens * hidden
     assert all(p["backend"] == "fused" for p in d.predicates)
     assert d.first_failed("fused") is None
     assert d.explanation.startswith("fused")

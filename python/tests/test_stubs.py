@@ -20,7 +20,16 @@ def test_stub_describes_the_extension():
     methods = {n.name for n in classes["Scenario"].body if isinstance(n, ast.FunctionDef)}
     assert {"from_file", "from_yaml", "from_dict", "to_yaml", "to_dict"} <= methods
     functions = {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}
-    assert {"fault_kinds", "mutants", "_simulate", "_explore", "_decide"} <= functions
+    assert {"fault_kinds", "mutants", "policies", "verdicts", "decision_inputs"} <= functions
+
+
+def test_python_entry_points_are_annotated():
+    import inspect
+
+    # simulate/explore/decide wrap the extension's private functions in typed Python.
+    for fn in (lockstep.simulate, lockstep.explore, lockstep.decide, lockstep.layout):
+        sig = inspect.signature(fn)
+        assert sig.return_annotation is not inspect.Signature.empty, fn
 
 
 def test_package_is_typed():
