@@ -164,7 +164,12 @@ def pytest_collection_modifyitems(
             if key in seen:
                 continue
             seen.add(key)
-            items.extend(ScenarioFile.from_parent(session, path=path).collect())
+            # Ids relative to the rootdir, as pytest names files it collects itself.
+            try:
+                nodeid = path.resolve().relative_to(config.rootpath.resolve()).as_posix()
+            except ValueError:
+                nodeid = path.resolve().as_posix()
+            items.extend(ScenarioFile.from_parent(session, path=path, nodeid=nodeid).collect())
 
 
 class ScenarioFactory:

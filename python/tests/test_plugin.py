@@ -22,9 +22,9 @@ def test_scenarios_become_items_per_seed(pytester):
     result = pytester.runpytest(*PLUGIN, "--lockstep-scenarios", "scen", "--lockstep-seeds", "2",
                                 "-v")
     result.assert_outcomes(passed=4)
-    result.stdout.fnmatch_lines(["*a.yaml::py-tp2[[]seed=1[]] PASSED*",
-                                 "*a.yaml::py-tp2[[]seed=2[]] PASSED*",
-                                 "*b.yaml::py-tp2-b[[]seed=2[]] PASSED*"])
+    result.stdout.fnmatch_lines(["scen/a.yaml::py-tp2[[]seed=1[]] PASSED*",
+                                 "scen/a.yaml::py-tp2[[]seed=2[]] PASSED*",
+                                 "scen/nested/b.yaml::py-tp2-b[[]seed=2[]] PASSED*"])
 
 
 def test_unexpected_verdict_fails_with_the_explanation(pytester):
