@@ -42,8 +42,7 @@ if(NOT lockstep_python_wanted STREQUAL "OFF")
       message(STATUS "lockstep: Python extension enabled (${Python_EXECUTABLE}, nanobind "
                      "${nanobind_VERSION})")
     else()
-      set(LOCKSTEP_PYTHON_WHY "nanobind not found for ${Python_EXECUTABLE}: tools/setup_debian.sh "
-                              "creates .venv with it, or pip install nanobind")
+      set(LOCKSTEP_PYTHON_WHY "nanobind not found for ${Python_EXECUTABLE}: tools/setup_debian.sh creates .venv with it, or pip install nanobind")
     endif()
   endif()
   if(NOT LOCKSTEP_HAVE_PYTHON AND lockstep_python_wanted STREQUAL "ON")
