@@ -56,7 +56,7 @@ else:
 
 if _ext is not None:
     import os as _os
-    from typing import Iterable, Optional, Union
+    from typing import Iterable, List, NamedTuple, Optional, Union
 
     from lockstep._lockstep_ext import (
         Decision,
@@ -141,6 +141,49 @@ if _ext is not None:
         backend, algorithm and every predicate evaluated, with its inputs.
         """
         return _ext._decide(config, role, rank, policy, dict(inputs))
+
+    class ImportResult(NamedTuple):
+        """A deployment's scenario and what the import assumed or left out."""
+
+        scenario: Scenario
+        notes: List[str]
+
+    def from_sglang_args(
+        args: Iterable[str],
+        *,
+        hardware: Optional[str] = None,
+        model_config: Optional[str] = None,
+        name: Optional[str] = None,
+        catalogue: Optional[str] = None,
+    ) -> ImportResult:
+        """The scenario of a ``python -m sglang.launch_server`` deployment (``lockstep import``).
+
+        ``args``: its flags, read as SGLang 0.5.23's parser reads them;
+        ``hardware``: a catalogue name (default h200x8 up to 8 ranks);
+        ``model_config``: a Hugging Face config.json (default: next to
+        ``--model-path``, else the catalogue model of that name). ``notes``
+        lists what was assumed or not modelled. Raises ScenarioError naming a
+        flag SGLang does not have, one given twice, an ambiguous abbreviation,
+        or what lockstep cannot represent.
+        """
+        scenario, notes = _ext._from_sglang_args(list(args), hardware, model_config, name, catalogue)
+        return ImportResult(scenario, list(notes))
+
+    def from_vllm_args(
+        args: Iterable[str],
+        *,
+        hardware: Optional[str] = None,
+        model_config: Optional[str] = None,
+        name: Optional[str] = None,
+        catalogue: Optional[str] = None,
+    ) -> ImportResult:
+        """The scenario of a ``vllm serve`` deployment, as far as its flags map onto lockstep."""
+        scenario, notes = _ext._from_vllm_args(list(args), hardware, model_config, name, catalogue)
+        return ImportResult(scenario, list(notes))
+
+    from lockstep._lockstep_ext import check_logs
+
+    __all__ += ["ImportResult", "from_sglang_args", "from_vllm_args", "check_logs"]
 
     def layout(config: ParallelConfig, policy: str = "reference", fused: bool = True) -> Layout:
         """The groups of ``config`` under ``policy`` (``lockstep layout``)."""

@@ -47,6 +47,8 @@
 #include "sim/run_estimate.h"
 #include "sim/scenario/did_you_mean.h"
 #include "sim/scenario/scenario_yaml.h"
+#include "sim/scenario/serving_import.h"
+#include "sim/report/decision_log.h"
 #include "sim/simulation.h"
 
 #ifndef LOCKSTEP_SOURCE_TOPOLOGIES
@@ -410,21 +412,14 @@ struct ExploreReport {
   faults::ExploreResult result;
 
   nlohmann::json Outcome(const faults::SeedOutcome& o) const {
-    nlohmann::json faults_json = nlohmann::json::array();
-    for (const FaultSpec& f : o.faults) {
-      nlohmann::json fj = {{"kind", f.kind}, {"ranks", f.ranks}};
-      if (f.at_call >= 0) fj["at_call"] = f.at_call;
-      if (f.at_step >= 0) fj["at_step"] = f.at_step;
-      for (const auto& [k, v] : f.params) fj[k] = v;
-      faults_json.push_back(fj);
-    }
     const Scenario& s = scenarios[o.scenario];
     return {{"scenario", s.name},
             {"seed", o.seed},
             {"verdict", std::string(VerdictName(o.verdict))},
             {"acceptable", o.acceptable},
             {"summary", o.summary},
-            {"faults", faults_json},
+            {"policy", o.policy},
+            {"signature", o.signature},
             {"trace_hash", HexHash(o.trace_hash)},
             {"replay", faults::ReplayCommand(s, o, options)}};
   }
@@ -1238,6 +1233,78 @@ NB_MODULE(_lockstep_ext, m) {
         "exact"_a, "keep_trace"_a, "max_memory"_a);
   m.def("_explore", &RunExplore, "scenarios"_a, "seeds"_a, "start"_a, "swarm"_a, "policy"_a,
         "schedule"_a, "jobs"_a, "catalogue"_a);
+  // `lockstep import`: launch flags as a scenario (sim/scenario/serving_import.h).
+  auto import_args = [](bool sglang, const std::vector<std::string>& args,
+                        const std::optional<std::string>& hardware,
+                        const std::optional<std::string>& model_config,
+                        const std::optional<std::string>& name,
+                        const std::optional<std::string>& catalogue) {
+    ImportOptions o;
+    o.catalogue = CatalogueFor(catalogue, "");
+    o.hardware = hardware.value_or("");
+    o.model_config = model_config.value_or("");
+    o.name = name.value_or("");
+    ImportedScenario imported;
+    {
+      nb::gil_scoped_release release;
+      absl::StatusOr<ImportedScenario> r =
+          sglang ? ImportSglangFlags(args, o) : ImportVllmFlags(args, o);
+      if (!r.ok()) {
+        nb::gil_scoped_acquire acquire;
+        Raise(ErrorKind::kScenario, r.status());
+      }
+      imported = *std::move(r);
+    }
+    return nb::make_tuple(imported.scenario, imported.notes);
+  };
+  m.def(
+      "_from_sglang_args",
+      [import_args](const std::vector<std::string>& args, const std::optional<std::string>& hw,
+                    const std::optional<std::string>& mc, const std::optional<std::string>& name,
+                    const std::optional<std::string>& cat) {
+        return import_args(true, args, hw, mc, name, cat);
+      },
+      "args"_a, "hardware"_a, "model_config"_a, "name"_a, "catalogue"_a);
+  m.def(
+      "_from_vllm_args",
+      [import_args](const std::vector<std::string>& args, const std::optional<std::string>& hw,
+                    const std::optional<std::string>& mc, const std::optional<std::string>& name,
+                    const std::optional<std::string>& cat) {
+        return import_args(false, args, hw, mc, name, cat);
+      },
+      "args"_a, "hardware"_a, "model_config"_a, "name"_a, "catalogue"_a);
+  // `lockstep check-log`: every rank's decision log of DIR compared.
+  m.def(
+      "check_logs",
+      [](const std::string& dir, const std::optional<std::string>& against) {
+        DecisionLogCheck check;
+        {
+          nb::gil_scoped_release release;
+          absl::StatusOr<std::vector<RankDecisionLog>> logs = ReadDecisionLogs(dir);
+          absl::StatusOr<DecisionLogCheck> c =
+              logs.ok() ? CheckDecisionLogs(*logs) : absl::StatusOr<DecisionLogCheck>(logs.status());
+          if (c.ok() && !c->diverged && against) {
+            absl::StatusOr<std::vector<RankDecisionLog>> theirs = ReadDecisionLogs(*against);
+            c = theirs.ok() ? CompareDecisionLogRuns(*logs, *theirs)
+                            : absl::StatusOr<DecisionLogCheck>(theirs.status());
+          }
+          if (!c.ok()) {
+            nb::gil_scoped_acquire acquire;
+            Raise(ErrorKind::kScenario, c.status());
+          }
+          check = *std::move(c);
+        }
+        nb::dict out;
+        out["diverged"] = check.diverged;
+        out["summary"] = check.summary;
+        out["details"] = ToPython(check.details);
+        out["calls"] = check.calls;
+        out["groups"] = check.groups;
+        return out;
+      },
+      "dir"_a, "against"_a = nb::none(),
+      "Compares the decision logs (rank-<R>.jsonl) of DIR as `lockstep check-log` does; returns "
+      "{'diverged', 'summary', 'details', 'calls', 'groups'}. Raises ScenarioError on bad logs.");
   m.def("fault_kinds", &FaultKinds, "Every fault kind (`lockstep faults`), as dicts.");
   m.def("mutants", &Mutants, "Every mutant: a known-bad dispatch policy, as dicts.");
   m.def("policies", &Policies, "Every policy name simulate() and decide() accept, as dicts.");
