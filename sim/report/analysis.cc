@@ -5,6 +5,7 @@
 #include "sim/report/analysis.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <map>
 #include <string>
 #include <tuple>
@@ -18,83 +19,129 @@
 namespace lockstep {
 namespace {
 
-// The earliest call (by virtual time) whose decision differs between members
-// of its group, explained by the predicate inputs that differed.
+// One group call (object, group, seq) as its members logged it.
+struct GroupCall {
+  // Each member that made it, in rank order, with its record. A rank that
+  // made two records for one call (a mutant that falls back after its backend
+  // raised) is on one side only: its last decision.
+  std::vector<std::pair<int, const CallLog*>> members;
+  // Where the call came in call order: the smallest index it has in its
+  // members' own call sequences (CallLog vectors).
+  size_t first_position = SIZE_MAX;
+};
+using GroupCallKey = std::tuple<int32_t, uint32_t, uint64_t>;  // object, group, seq
+
+// Describes one call whose members decided differently (or some never made
+// it): each side, the inputs that differed and the missing ranks.
+nlohmann::json DescribeDivergence(const ParallelLayout& layout, const GroupCallKey& key,
+                                  const GroupCall& call, std::string* line) {
+  const GroupId group{std::get<1>(key)};
+  const auto& members = call.members;
+  std::map<uint64_t, std::vector<int>> by_fingerprint;
+  for (const auto& [rank, log] : members) {
+    by_fingerprint[DecisionFingerprint(log->record)].push_back(rank);
+  }
+  nlohmann::json sides = nlohmann::json::array();
+  std::vector<std::string> texts;
+  for (const auto& [fp, ranks] : by_fingerprint) {
+    const CallLog* log = nullptr;
+    for (const auto& [rank, l] : members) {
+      if (rank == ranks.front()) log = l;
+    }
+    // Name this side's inputs against a member of another side.
+    std::vector<std::string> inputs;
+    for (const auto& [rank2, other] : members) {
+      if (DecisionFingerprint(other->record) == fp) continue;
+      inputs = DescribeDifferences(log->record, other->record, &layout);
+      break;
+    }
+    std::string side = absl::StrFormat(
+        "rank%s %s chose %s%s%s", ranks.size() > 1 ? "s" : "", RankRanges(ranks),
+        BackendKindName(log->record.backend),
+        log->record.algorithm != Algorithm::kNone
+            ? absl::StrFormat("/%s", AlgorithmName(log->record.algorithm))
+            : "",
+        inputs.empty() ? "" : absl::StrFormat(": %s", absl::StrJoin(inputs, ", ")));
+    texts.push_back(side);
+    sides.push_back({{"ranks", ranks},
+                     {"backend", std::string(BackendKindName(log->record.backend))},
+                     {"algorithm", std::string(AlgorithmName(log->record.algorithm))},
+                     {"tokens", log->record.call.tensor.tokens()},
+                     {"explanation", ExplainDecision(log->record, &layout)},
+                     {"differing_inputs", inputs}});
+  }
+  std::vector<int> missing;
+  for (int r : layout.Peers(group)) {
+    bool found = false;
+    for (const auto& [rank, log] : members) found |= rank == r;
+    if (!found) missing.push_back(r);
+  }
+  if (!missing.empty()) {
+    texts.push_back(absl::StrFormat("rank%s %s never made this call",
+                                    missing.size() > 1 ? "s" : "", RankRanges(missing)));
+  }
+  const std::string& object = layout.objects()[static_cast<size_t>(std::get<0>(key))].name;
+  const std::string site = members.front().second->site.ToString();
+  *line = absl::StrFormat("%s %s call %d (%s): %s", object, layout.PeersToString(group),
+                          std::get<2>(key), site, absl::StrJoin(texts, "; "));
+  return {{"group", object},
+          {"peers", layout.PeersToString(group)},
+          {"seq", std::get<2>(key)},
+          {"site", site},
+          {"call_position", call.first_position},
+          {"sides", sides},
+          {"missing_ranks", missing}};
+}
+
+// The first call, in call order, at which the members of its group chose
+// differently, explained by the predicate inputs that differed. Call order:
+// the smallest index the call has in its members' own call sequences; ties
+// go to the lower (object, group, seq). A call whose members all agreed is
+// never reported, even when some member never made it (it is blocked at an
+// earlier call elsewhere): such a call is reported only when no call's
+// members chose differently, as the first place the call sequences diverge.
 nlohmann::json FirstDivergentDecision(const SimRun& run, std::string* line) {
   const ParallelLayout& layout = run.ctx.layout;
-  // (object, group, seq) -> (rank, log)
-  std::map<std::tuple<int32_t, uint32_t, uint64_t>, std::vector<std::pair<int, const CallLog*>>>
-      calls;
+  std::map<GroupCallKey, GroupCall> calls;
   for (size_t r = 0; r < run.ranks.size(); ++r) {
-    for (const CallLog& c : run.ranks[r].calls) {
-      auto& members = calls[{c.object, c.record.group.value, c.record.seq}];
-      // A rank that made two records for one call (a mutant that falls back
-      // after its backend raised) is on one side only: its last decision.
-      if (!members.empty() && members.back().first == static_cast<int>(r)) {
-        members.back().second = &c;
+    const std::vector<CallLog>& log = run.ranks[r].calls;
+    for (size_t i = 0; i < log.size(); ++i) {
+      const CallLog& c = log[i];
+      GroupCall& call = calls[{c.object, c.record.group.value, c.record.seq}];
+      call.first_position = std::min(call.first_position, i);
+      if (!call.members.empty() && call.members.back().first == static_cast<int>(r)) {
+        call.members.back().second = &c;
       } else {
-        members.push_back({static_cast<int>(r), &c});
+        call.members.push_back({static_cast<int>(r), &c});
       }
     }
   }
-  for (const auto& [key, members] : calls) {
+  // The earliest call whose members chose differently, and the earliest
+  // whose members agreed but not all made it.
+  const std::pair<const GroupCallKey, GroupCall>* decided = nullptr;
+  const std::pair<const GroupCallKey, GroupCall>* sequence = nullptr;
+  auto earlier = [](const std::pair<const GroupCallKey, GroupCall>* best,
+                    const std::pair<const GroupCallKey, GroupCall>& c) {
+    // The map is visited in key order, so a tie keeps the lower key.
+    return best == nullptr || c.second.first_position < best->second.first_position;
+  };
+  for (const auto& entry : calls) {
+    const auto& [key, call] = entry;
     const GroupId group{std::get<1>(key)};
-    const size_t expected = static_cast<size_t>(layout.GroupSize(group));
-    std::map<uint64_t, std::vector<int>> by_fingerprint;
-    for (const auto& [rank, log] : members) {
-      DecisionRecord normalized = log->record;
-      by_fingerprint[DecisionFingerprint(normalized)].push_back(rank);
+    const uint64_t fingerprint = DecisionFingerprint(call.members.front().second->record);
+    bool agreed = true;
+    for (const auto& [rank, log] : call.members) {
+      agreed &= DecisionFingerprint(log->record) == fingerprint;
     }
-    if (by_fingerprint.size() == 1 && members.size() == expected) continue;
-    // Describe each side.
-    nlohmann::json sides = nlohmann::json::array();
-    std::vector<std::string> texts;
-    for (const auto& [fp, ranks] : by_fingerprint) {
-      const CallLog* log = nullptr;
-      for (const auto& [rank, l] : members) {
-        if (rank == ranks.front()) log = l;
-      }
-      // Name this side's inputs against a member of another side.
-      std::vector<std::string> inputs;
-      for (const auto& [rank2, other] : members) {
-        if (DecisionFingerprint(other->record) == fp) continue;
-        inputs = DescribeDifferences(log->record, other->record, &layout);
-        break;
-      }
-      std::string side = absl::StrFormat(
-          "rank%s %s chose %s%s%s", ranks.size() > 1 ? "s" : "", RankRanges(ranks),
-          BackendKindName(log->record.backend),
-          log->record.algorithm != Algorithm::kNone
-              ? absl::StrFormat("/%s", AlgorithmName(log->record.algorithm))
-              : "",
-          inputs.empty() ? "" : absl::StrFormat(": %s", absl::StrJoin(inputs, ", ")));
-      texts.push_back(side);
-      sides.push_back({{"ranks", ranks},
-                       {"backend", std::string(BackendKindName(log->record.backend))},
-                       {"algorithm", std::string(AlgorithmName(log->record.algorithm))},
-                       {"tokens", log->record.call.tensor.tokens()},
-                       {"explanation", ExplainDecision(log->record, &layout)},
-                       {"differing_inputs", inputs}});
+    if (!agreed) {
+      if (earlier(decided, entry)) decided = &entry;
+    } else if (call.members.size() != static_cast<size_t>(layout.GroupSize(group))) {
+      if (earlier(sequence, entry)) sequence = &entry;
     }
-    std::vector<int> missing;
-    for (int r : layout.Peers(group)) {
-      bool found = false;
-      for (const auto& [rank, log] : members) found |= rank == r;
-      if (!found) missing.push_back(r);
-    }
-    if (!missing.empty()) {
-      texts.push_back(absl::StrFormat("rank%s %s never made this call",
-                                      missing.size() > 1 ? "s" : "", RankRanges(missing)));
-    }
-    const std::string& object = layout.objects()[static_cast<size_t>(std::get<0>(key))].name;
-    *line = absl::StrFormat("%s %s call %d (%s): %s", object, layout.PeersToString(group),
-                            std::get<2>(key), members.front().second->site.ToString(),
-                            absl::StrJoin(texts, "; "));
-    return {{"group", object},         {"peers", layout.PeersToString(group)},
-            {"seq", std::get<2>(key)}, {"site", members.front().second->site.ToString()},
-            {"sides", sides},          {"missing_ranks", missing}};
   }
-  return nullptr;
+  const auto* first = decided != nullptr ? decided : sequence;
+  if (first == nullptr) return nullptr;
+  return DescribeDivergence(layout, first->first, first->second, line);
 }
 
 }  // namespace
