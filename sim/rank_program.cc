@@ -94,9 +94,9 @@ class SimHost {
                               ctx_.hardware.LayerComputeNs(ctx_.scenario.model, tokens, tp) / 2);
   }
 
-  SimTensor Input(uint64_t instance, int64_t elems) {
+  SimTensor Input(const SiteRef& at, uint64_t instance, int64_t elems) {
     const uint8_t flags =
-        ctx_.faults != nullptr ? ctx_.faults->InputFlags(rank_, rt_.NextCall()) : uint8_t{0};
+        ctx_.faults != nullptr ? ctx_.faults->InputFlags(rank_, rt_.NextCall(at)) : uint8_t{0};
     return MakeInput(ctx_, rank_, instance, elems, flags);
   }
 
@@ -153,7 +153,7 @@ class SimHost {
               const CallContext& context) {
     ctx_.scheduler.Yield();  // a communicator call is a scheduling point
     if (ctx_.stopped()) return false;
-    if (ctx_.faults != nullptr && ctx_.faults->KillsRank(rank_, rt_.NextCall())) {
+    if (ctx_.faults != nullptr && ctx_.faults->KillsRank(rank_, rt_.NextCall(site))) {
       // The process dies here: it never makes this call or any other.
       ctx_.scheduler.Kill(rank_);
       return false;

@@ -37,10 +37,12 @@ struct RankRuntime : CallObserver {
     ++calls_made;
     return place;
   }
-  // Where the rank's next dispatched call is.
-  CallPlace NextCall() const {
+  // Where the rank's next dispatched call is (at `site`: the site of the call
+  // it is preparing, else the last one it began).
+  CallPlace NextCall() const { return NextCall(current_site); }
+  CallPlace NextCall(const SiteRef& site) const {
     return CallPlace{static_cast<int64_t>(calls_made), step,
-                     static_cast<int64_t>(calls_made - step_first_call)};
+                     static_cast<int64_t>(calls_made - step_first_call), site};
   }
   // The rank's groups, backends and coordinators (sim/replica/group_wiring.h);
   // wiring.local is its raw state, which the votes read for every member.
