@@ -160,11 +160,11 @@ class SimHost {
     }
     const int object = ctx_.layout.ObjectIndex(role);
     Tensor tensor{desc, &data};
-    rt_.current_object = object;
-    rt_.current_site = site;
+    rt_.BeginCall(object, site);
     std::optional<CallOutcome> outcome =
         DispatchAllReduce(rt_.wiring.coordinator(object), tensor, context, rank_, site, object,
                           ctx_.layout, [this] { return ctx_.Clock(rank_); });
+    rt_.EndCall(outcome && outcome->raised.has_value());
     if (!outcome) return !ctx_.stopped();
     ctx_.trace.Add(outcome->event);
     if (outcome->raised) {

@@ -144,6 +144,47 @@ nlohmann::json FirstDivergentDecision(const SimRun& run, std::string* line) {
   return DescribeDivergence(layout, first->first, first->second, line);
 }
 
+// Every error a rank's backend raised that its policy swallowed (details),
+// and a line naming the first of each rank that swallowed any (summary):
+// "rank 3 swallowed 'CUDA error: ...' from its fused all-reduce at step 1
+// layer 0 attn_out and fell back to nccl".
+nlohmann::json SwallowedErrors(const SimRun& run, std::string* line) {
+  const ParallelLayout& layout = run.ctx.layout;
+  nlohmann::json out = nlohmann::json::array();
+  std::vector<std::string> texts;
+  for (size_t r = 0; r < run.ranks.size(); ++r) {
+    const RankRuntime& rt = run.ranks[r];
+    for (const SwallowedError& e : rt.swallowed) {
+      const std::string then =
+          e.fell_back_to ? absl::StrFormat("fell back to %s", BackendKindName(*e.fell_back_to))
+                         : std::string("carried on as if it had run");
+      if (&e == &rt.swallowed.front()) {
+        texts.push_back(absl::StrFormat(
+            "rank %d swallowed '%s' from its %s all-reduce at %s and %s%s", r, e.error,
+            BackendKindName(e.record.backend), e.site.ToString(), then,
+            rt.swallowed_count > 1
+                ? absl::StrFormat(" (and %d more swallowed error%s)", rt.swallowed_count - 1,
+                                  rt.swallowed_count > 2 ? "s" : "")
+                : ""));
+      }
+      out.push_back(
+          {{"rank", r},
+           {"call", e.call},
+           {"group", layout.objects()[static_cast<size_t>(e.object)].name},
+           {"peers", layout.PeersToString(e.record.group)},
+           {"seq", e.record.seq},
+           {"site", e.site.ToString()},
+           {"backend", std::string(BackendKindName(e.record.backend))},
+           {"error", e.error},
+           {"fell_back_to", e.fell_back_to ? nlohmann::json(std::string(BackendKindName(
+                                                 *e.fell_back_to)))
+                                           : nlohmann::json(nullptr)}});
+    }
+  }
+  *line = absl::StrJoin(texts, "; ");
+  return out;
+}
+
 }  // namespace
 
 SimResult AnalyzeRun(const SimRun& run) {
@@ -156,6 +197,9 @@ SimResult AnalyzeRun(const SimRun& run) {
   for (int64_t c : ctx.clock) result.virtual_ns = std::max(result.virtual_ns, c);
   if (run.options.keep_trace) result.trace_events = ctx.trace.events();
 
+  // Errors a policy swallowed: named by whatever the run ends in.
+  std::string swallowed_line;
+  const nlohmann::json swallowed = SwallowedErrors(run, &swallowed_line);
   if (ctx.finding) {
     result.verdict = ctx.finding->verdict;
     result.detector = ctx.finding->detector;
@@ -163,6 +207,7 @@ SimResult AnalyzeRun(const SimRun& run) {
     result.details = ctx.finding->details;
     result.details["observed_by_rank"] = ctx.finding->rank;
     result.details["virtual_time_ns"] = ctx.finding->at_ns;
+    if (!swallowed.empty()) result.details["swallowed_errors"] = swallowed;
     return result;
   }
   const std::vector<int> blocked = ctx.scheduler.BlockedRanks();
@@ -177,6 +222,7 @@ SimResult AnalyzeRun(const SimRun& run) {
         absl::StrFormat("rank%s %s died; every other rank finished, and the launcher stops the job",
                         dead.size() > 1 ? "s" : "", RankRanges(dead));
     result.details = {{"dead_ranks", dead}};
+    if (!swallowed.empty()) result.details["swallowed_errors"] = swallowed;
     return result;
   }
   if (blocked.empty()) {
@@ -256,22 +302,25 @@ SimResult AnalyzeRun(const SimRun& run) {
                        {{"what", first_timeout_kind},
                         {"rank", first_timeout_rank},
                         {"virtual_time_ns", first_timeout}}}};
+    if (!swallowed.empty()) result.details["swallowed_errors"] = swallowed;
     return result;
   }
   std::string decision_line;
   nlohmann::json divergence = FirstDivergentDecision(run, &decision_line);
   result.verdict = Verdict::kHang;
   result.summary = absl::StrFormat(
-      "ranks %s wait on each other with no way forward%s", RankRanges(blocked),
+      "ranks %s wait on each other with no way forward%s%s", RankRanges(blocked),
       decision_line.empty() ? ""
-                            : absl::StrFormat("; first divergent decision: %s", decision_line));
+                            : absl::StrFormat("; first divergent decision: %s", decision_line),
+      swallowed_line.empty() ? "" : absl::StrFormat("; %s", swallowed_line));
   result.details = {{"blocked", waits},
                     {"first_divergent_decision", divergence},
                     {"dead_ranks", dead},
                     {"would_fire",
                      {{"what", first_timeout_kind},
                       {"rank", first_timeout_rank},
-                      {"virtual_time_ns", first_timeout}}}};
+                      {"virtual_time_ns", first_timeout}}},
+                    {"swallowed_errors", swallowed}};
   return result;
 }
 
