@@ -3,6 +3,9 @@
 
 #include "faults/fault_kinds.h"
 
+#include <unistd.h>
+
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -98,7 +101,10 @@ TEST(FaultKindsTest, EachStageHasItsEffectAndGpusInjectWhatActsOutsideTheMemoryM
 
 // A scenario file with one fault entry, run through the command line.
 int RunSim(const std::string& fault, std::string* err) {
-  const std::string path = lockstep::testing::ScratchDir() + "/fault_key.yaml";
+  // One file per process: ctest runs each test in its own process, in
+  // parallel, and other checkouts' tests share the scratch directory.
+  const std::string path =
+      lockstep::testing::ScratchDir() + "/fault_key-" + std::to_string(getpid()) + ".yaml";
   {
     std::ofstream out(path);
     out << "version: 1\nname: fault-key\nhardware: h200x8\nparallel: {tp: 4}\n"
@@ -109,6 +115,7 @@ int RunSim(const std::string& fault, std::string* err) {
   const std::vector<std::string> argv = {"lockstep", "sim", path};
   const int code = cli::Main(argv, o, e);
   *err = e.str();
+  std::filesystem::remove(path);
   return code;
 }
 
