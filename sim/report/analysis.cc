@@ -93,13 +93,38 @@ nlohmann::json DescribeDivergence(const ParallelLayout& layout, const GroupCallK
           {"missing_ranks", missing}};
 }
 
+// What a member chose for a call, apart from the inputs it chose from: the
+// backend and its launch, the call's tensor, and a fused call's workspace.
+// Members whose records differ only in predicate inputs decided alike.
+std::tuple<int, int, int32_t, bool, int, bool, int, int64_t, int64_t, int, bool, uint32_t,
+           uint32_t>
+Choice(const DecisionRecord& r) {
+  const bool fused = r.backend == BackendKind::kFused;
+  const TensorDesc& t = r.call.tensor;
+  return {static_cast<int>(r.backend),
+          static_cast<int>(r.algorithm),
+          r.blocks,
+          r.fp32_acc,
+          static_cast<int>(r.kernel_flags),
+          r.norm_fused,
+          static_cast<int>(t.ndim),
+          t.tokens(),
+          t.hidden(),
+          static_cast<int>(t.dtype),
+          t.contiguous,
+          fused ? r.workspace_group.value : 0u,
+          fused ? r.workspace_generation : 0u};
+}
+
 // The first call, in call order, at which the members of its group chose
-// differently, explained by the predicate inputs that differed. Call order:
-// the smallest index the call has in its members' own call sequences; ties
-// go to the lower (object, group, seq). A call whose members all agreed is
-// never reported, even when some member never made it (it is blocked at an
-// earlier call elsewhere): such a call is reported only when no call's
-// members chose differently, as the first place the call sequences diverge.
+// differently, explained by the inputs that differed. Call order: the
+// smallest index the call has in its members' own call sequences; ties go to
+// the lower (object, group, seq). A call whose members made the same choice
+// is never reported before one whose members did not: not when only the
+// inputs they chose from differed (reported only when no call's members
+// chose differently), nor when some member never made it because it is
+// blocked at an earlier call elsewhere (reported only when no call's members
+// decided differently at all, as where the call sequences part).
 nlohmann::json FirstDivergentDecision(const SimRun& run, std::string* line) {
   const ParallelLayout& layout = run.ctx.layout;
   std::map<GroupCallKey, GroupCall> calls;
@@ -116,32 +141,37 @@ nlohmann::json FirstDivergentDecision(const SimRun& run, std::string* line) {
       }
     }
   }
-  // The earliest call whose members chose differently, and the earliest
-  // whose members agreed but not all made it.
-  const std::pair<const GroupCallKey, GroupCall>* decided = nullptr;
-  const std::pair<const GroupCallKey, GroupCall>* sequence = nullptr;
-  auto earlier = [](const std::pair<const GroupCallKey, GroupCall>* best,
-                    const std::pair<const GroupCallKey, GroupCall>& c) {
+  // The earliest call whose members chose differently, the earliest whose
+  // members chose alike from different inputs, and the earliest whose members
+  // agreed but not all made it.
+  using Entry = std::pair<const GroupCallKey, GroupCall>;
+  const Entry* chose = nullptr;
+  const Entry* inputs = nullptr;
+  const Entry* sequence = nullptr;
+  auto keep_earliest = [](const Entry*& best, const Entry& c) {
     // The map is visited in key order, so a tie keeps the lower key.
-    return best == nullptr || c.second.first_position < best->second.first_position;
+    if (best == nullptr || c.second.first_position < best->second.first_position) best = &c;
   };
-  for (const auto& entry : calls) {
+  for (const Entry& entry : calls) {
     const auto& [key, call] = entry;
     const GroupId group{std::get<1>(key)};
-    const uint64_t fingerprint = DecisionFingerprint(call.members.front().second->record);
-    bool agreed = true;
+    const DecisionRecord& first = call.members.front().second->record;
+    bool same_choice = true, same_decision = true;
     for (const auto& [rank, log] : call.members) {
-      agreed &= DecisionFingerprint(log->record) == fingerprint;
+      same_choice &= Choice(log->record) == Choice(first);
+      same_decision &= DecisionFingerprint(log->record) == DecisionFingerprint(first);
     }
-    if (!agreed) {
-      if (earlier(decided, entry)) decided = &entry;
+    if (!same_choice) {
+      keep_earliest(chose, entry);
+    } else if (!same_decision) {
+      keep_earliest(inputs, entry);
     } else if (call.members.size() != static_cast<size_t>(layout.GroupSize(group))) {
-      if (earlier(sequence, entry)) sequence = &entry;
+      keep_earliest(sequence, entry);
     }
   }
-  const auto* first = decided != nullptr ? decided : sequence;
-  if (first == nullptr) return nullptr;
-  return DescribeDivergence(layout, first->first, first->second, line);
+  const Entry* reported = chose != nullptr ? chose : inputs != nullptr ? inputs : sequence;
+  if (reported == nullptr) return nullptr;
+  return DescribeDivergence(layout, reported->first, reported->second, line);
 }
 
 // Every error a rank's backend raised that its policy swallowed (details),

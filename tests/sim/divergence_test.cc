@@ -32,19 +32,22 @@ dispatch: {fused_backend: true, max_tokens: 256}
 workload: {steps: 2, tokens: [16], layers: 3}
 )";
 
-// The reference, except on the coordinators it is given to: at `generation_seq`
-// the record carries another workspace generation (a fingerprinted predicate
-// input no backend reads: the decision differs, the call runs the same), and
-// at `nccl_seq` the call goes to NCCL whatever the predicates say.
+// The reference, except on the coordinators it is given to: at `blocks_seq`
+// the fused kernel is launched with another grid (a choice the simulated
+// fused kernel does not read: the call runs the same), at `input_seq` the
+// record carries another workspace capacity (a predicate input: the choice
+// is the same), and at `nccl_seq` the call goes to NCCL whatever the
+// predicates say.
 class OneRankDiffers : public DispatchPolicy {
  public:
-  OneRankDiffers(int64_t generation_seq, int64_t nccl_seq)
-      : generation_seq_(generation_seq), nccl_seq_(nccl_seq) {}
+  OneRankDiffers(int64_t blocks_seq, int64_t input_seq, int64_t nccl_seq)
+      : blocks_seq_(blocks_seq), input_seq_(input_seq), nccl_seq_(nccl_seq) {}
   CommBackend* Choose(const GroupBackends& b, const CallDesc& call,
                       DecisionRecord& record) const override {
     CommBackend* chosen = DispatchPolicy::Choose(b, call, record);
     const auto seq = static_cast<int64_t>(record.seq);
-    if (seq == generation_seq_) record.workspace_generation += 7;
+    if (seq == blocks_seq_) record.blocks += 1;
+    if (seq == input_seq_) record.workspace_capacity.max_tokens += 7;
     if (seq == nccl_seq_ && b.nccl != nullptr) {
       record.backend = BackendKind::kNccl;
       record.algorithm = Algorithm::kNone;
@@ -56,7 +59,8 @@ class OneRankDiffers : public DispatchPolicy {
   }
 
  private:
-  int64_t generation_seq_;
+  int64_t blocks_seq_;
+  int64_t input_seq_;
   int64_t nccl_seq_;
 };
 
@@ -80,14 +84,15 @@ TEST(DivergenceTest, TheScenarioRunsCleanWithoutAPerturbation) {
   ASSERT_EQ(r.verdict, Verdict::kClean) << r.summary;
 }
 
-// Rank 1 decides MOE_EP's call 0 differently (its call 2), then attention
-// TP's call 1 (its call 3, on a group object the layout lists before MOE_EP),
+// Rank 1 launches MOE_EP's call 0 with another grid (its call 2), then
+// attention TP's call 1 (its call 3, on a group object the layout lists
+// before MOE_EP),
 // then takes NCCL at attention TP's call 2 (its call 5), which hangs. The
 // report names the MoE call: the first at which the members chose
 // differently, not the divergent call of the lowest group object.
 TEST(DivergenceTest, TheEarliestDivergentCallIsReportedNotTheLowestGroupObject) {
-  const OneRankDiffers attention(/*generation_seq=*/1, /*nccl_seq=*/2);
-  const OneRankDiffers moe(/*generation_seq=*/0, /*nccl_seq=*/-1);
+  const OneRankDiffers attention(/*blocks_seq=*/1, /*input_seq=*/-1, /*nccl_seq=*/2);
+  const OneRankDiffers moe(/*blocks_seq=*/0, /*input_seq=*/-1, /*nccl_seq=*/-1);
   SimOptions o;
   o.customize = [&](SimRun& run) {
     ASSERT_LT(run.ctx.layout.ObjectIndex(GroupRole::kAttnTp),
@@ -105,7 +110,7 @@ TEST(DivergenceTest, TheEarliestDivergentCallIsReportedNotTheLowestGroupObject) 
   EXPECT_EQ(d["call_position"], 2) << r.summary;
   EXPECT_THAT(r.summary, HasSubstr("first divergent decision: moe_ep [0,1] call 0 "
                                    "(step 0 layer 0 moe): "));
-  EXPECT_THAT(r.summary, HasSubstr("workspace_generation=7"));
+  EXPECT_THAT(r.summary, HasSubstr("rank 1 chose fused/one_shot: blocks="));
   ASSERT_EQ(d["sides"].size(), 2u);
   EXPECT_TRUE(d["missing_ranks"].empty()) << r.summary;
 }
@@ -115,7 +120,7 @@ TEST(DivergenceTest, TheEarliestDivergentCallIsReportedNotTheLowestGroupObject) 
 // TP [0..3], agreeing on it, without ranks 2 and 3. That call, on the group
 // object listed first, is not a divergent decision: the attention call is.
 TEST(DivergenceTest, ACallWhoseMembersAgreedIsNeverReported) {
-  const OneRankDiffers attention(/*generation_seq=*/-1, /*nccl_seq=*/0);
+  const OneRankDiffers attention(/*blocks_seq=*/-1, /*input_seq=*/-1, /*nccl_seq=*/0);
   SimOptions o;
   o.customize = [&](SimRun& run) { Rewire(run, 3, GroupRole::kAttnTp, &attention); };
   const SimResult r = RunScenario(o);
@@ -134,6 +139,24 @@ TEST(DivergenceTest, ACallWhoseMembersAgreedIsNeverReported) {
   EXPECT_EQ(rank0["rank"], 0);
   EXPECT_THAT(rank0["waits_for"].get<std::string>(), HasSubstr("custom all-reduce tp [0,1,2,3]"))
       << rank0.dump();
+}
+
+// Rank 1 decides attention TP's call 0 from another workspace capacity but
+// chooses what its peers choose (its call 1), then takes NCCL at
+// attention TP's call 2 (its call 5). The report names call 2, where the
+// members chose differently, not the earlier call where they chose alike.
+TEST(DivergenceTest, ACallWhereOnlyTheInputsDifferedComesAfterADifferentChoice) {
+  const OneRankDiffers attention(/*blocks_seq=*/-1, /*input_seq=*/0, /*nccl_seq=*/2);
+  SimOptions o;
+  o.customize = [&](SimRun& run) { Rewire(run, 1, GroupRole::kAttnTp, &attention); };
+  const SimResult r = RunScenario(o);
+  ASSERT_EQ(r.verdict, Verdict::kHang) << r.summary;
+  const nlohmann::json& d = r.details["first_divergent_decision"];
+  EXPECT_EQ(d["group"], "attn_tp") << r.summary;
+  EXPECT_EQ(d["peers"], "[0,1]") << r.summary;
+  EXPECT_EQ(d["seq"], 2) << r.summary;
+  EXPECT_EQ(d["call_position"], 5) << r.summary;
+  EXPECT_THAT(r.summary, HasSubstr("rank 1 chose nccl"));
 }
 
 }  // namespace
