@@ -663,7 +663,7 @@ int RunFaults(std::span<const std::string> args, std::ostream& out, std::ostream
     std::vector<std::string> keys;
     for (faults::FaultKey key : k.keys) keys.emplace_back(faults::FaultKeyName(key));
     for (const faults::FaultParam& p : k.params) keys.emplace_back(p.name);
-    out << absl::StrFormat("  %-30s %-9s %-11s %-3s %-22s %s\n", k.name, VerdictName(k.outcome),
+    out << absl::StrFormat("  %-30s %-9s %-11s %-3s %-32s %s\n", k.name, VerdictName(k.outcome),
                            faults::FaultStageName(k.stage), k.gpu_injectable ? "gpu" : "",
                            keys.empty() ? "-" : absl::StrJoin(keys, ","), k.summary);
   }

@@ -22,9 +22,21 @@ absl::StatusOr<std::unique_ptr<FaultInjector>> FaultInjector::Create(
   for (FaultSpec& f : faults) {
     if (absl::Status s = ValidateFault(scenario, layout, f); !s.ok()) return s;
     const FaultKindInfo* kind = FindFaultKind(f.kind);
-    active.push_back(Active{WithDefaults(std::move(f), layout), kind});
+    Active a;
+    a.spec = WithDefaults(std::move(f), layout);
+    a.kind = kind;
+    active.push_back(std::move(a));
   }
   return std::unique_ptr<FaultInjector>(new FaultInjector(scenario, std::move(active)));
+}
+
+int64_t FaultInjector::Active::FirstAtSite(int rank, const CallPlace& place) {
+  if (!PlacedBySite(spec)) return -1;
+  const auto it = first_at_site.find(rank);
+  if (it != first_at_site.end()) return it->second;
+  if (!AtPlacedSite(spec, place)) return -1;
+  first_at_site[rank] = place.call;
+  return place.call;
 }
 
 template <class Fn>
@@ -85,8 +97,9 @@ std::vector<int64_t> FaultInjector::StragglerDelaysUs(int rank, int step) const 
 
 bool FaultInjector::KillsRank(int rank, const CallPlace& place) {
   bool kills = false;
-  ForEach(FaultStage::kCall, rank,
-          [&](const Active& a) { kills |= a.kind->effect.kills && PlacedAt(a.spec, place); });
+  ForEach(FaultStage::kCall, rank, [&](Active& a) {
+    if (a.kind->effect.kills) kills |= PlacedAt(a.spec, place, a.FirstAtSite(rank, place));
+  });
   return kills;
 }
 
@@ -95,8 +108,9 @@ absl::Status FaultInjector::BeforeBackendCall(int rank, const CallPlace& place,
   absl::Status error = absl::OkStatus();
   ForEach(FaultStage::kCall, rank, [&](Active& a) {
     if (!error.ok() || a.kind->effect.error == nullptr) return;
-    const bool strikes =
-        a.kind->effect.sticky ? PlacedAtOrAfter(a.spec, place) : PlacedAt(a.spec, place);
+    const int64_t first = a.FirstAtSite(rank, place);
+    const bool strikes = a.kind->effect.sticky ? PlacedAtOrAfter(a.spec, place, first)
+                                               : PlacedAt(a.spec, place, first);
     if (!strikes) return;
     if (a.first_call < 0) a.first_call = place.call;
     error = a.kind->effect.error(a.spec, rank, place.call, a.first_call);
@@ -106,8 +120,10 @@ absl::Status FaultInjector::BeforeBackendCall(int rank, const CallPlace& place,
 
 uint8_t FaultInjector::InputFlags(int rank, const CallPlace& place) {
   uint8_t flags = 0;
-  ForEach(FaultStage::kInput, rank, [&](const Active& a) {
-    if (PlacedAtOrAfter(a.spec, place)) flags |= a.kind->effect.input_flags;
+  ForEach(FaultStage::kInput, rank, [&](Active& a) {
+    if (PlacedAtOrAfter(a.spec, place, a.FirstAtSite(rank, place))) {
+      flags |= a.kind->effect.input_flags;
+    }
   });
   return flags;
 }

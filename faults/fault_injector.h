@@ -14,6 +14,7 @@
 #ifndef LOCKSTEP_FAULTS_FAULT_INJECTOR_H_
 #define LOCKSTEP_FAULTS_FAULT_INJECTOR_H_
 
+#include <map>
 #include <memory>
 #include <vector>
 
@@ -54,9 +55,15 @@ class FaultInjector : public SimFaultPlan {
  private:
   struct Active {
     FaultSpec spec;
-    const FaultKindInfo* kind;
+    const FaultKindInfo* kind = nullptr;
     int64_t first_call = -1;  // kCall: the first call its placement matched
     bool fired = false;       // one-shot memory faults: already struck
+    // Placed by layer or site: per struck rank, the call where the placement
+    // first matched (PlacedAt's `first`).
+    std::map<int, int64_t> first_at_site;
+    // `first` for PlacedAt at `place` on `rank`, noting `place` as the first
+    // when the placement matches there for the first time.
+    int64_t FirstAtSite(int rank, const CallPlace& place);
   };
   FaultInjector(const Scenario& scenario, std::vector<Active> faults);
   // The faults of `stage` that strike `rank`, in declaration order.

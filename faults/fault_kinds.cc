@@ -10,6 +10,7 @@
 #include "dispatch/dtype.h"
 #include "sim/memory/value.h"
 #include "sim/replica/replica_config.h"
+#include "sim/replica/site.h"
 #include "sim/scenario/did_you_mean.h"
 
 namespace lockstep::faults {
@@ -354,7 +355,7 @@ const std::vector<FaultKindInfo>& Table() {
        "the rank's all-reduce kernel fails to launch at one call",
        "the error propagates and the launcher stops the job; nothing falls back",
        FaultStage::kCall,
-       {K::kAtCall, K::kAtStep},
+       {K::kAtCall, K::kAtStep, K::kAtLayer, K::kAtSite},
        {},
        true,
        &Always,
@@ -366,7 +367,7 @@ const std::vector<FaultKindInfo>& Table() {
        "a sticky illegal-address error: every later kernel on the rank fails",
        "the first failing call raises; nothing falls back",
        FaultStage::kCall,
-       {K::kAtCall, K::kAtStep},
+       {K::kAtCall, K::kAtStep, K::kAtLayer, K::kAtSite},
        {},
        true,
        &Always,
@@ -378,7 +379,7 @@ const std::vector<FaultKindInfo>& Table() {
        "the rank's process dies before one call and never arrives",
        "its peers' bounded waits and the NCCL watchdog fire, naming it",
        FaultStage::kCall,
-       {K::kAtCall, K::kAtStep},
+       {K::kAtCall, K::kAtStep, K::kAtLayer, K::kAtSite},
        {},
        true,
        &Always,
@@ -439,7 +440,7 @@ const std::vector<FaultKindInfo>& Table() {
        "the rank's inputs contain −0, the Lamport sentinel",
        "inputs are sanitised to +0 before they are pushed",
        FaultStage::kInput,
-       {K::kAtCall, K::kAtStep},
+       {K::kAtCall, K::kAtStep, K::kAtLayer, K::kAtSite},
        {},
        false,
        &HasFusedBackend,
@@ -451,7 +452,7 @@ const std::vector<FaultKindInfo>& Table() {
        "the rank's inputs contain a negative subnormal and the kernels run with flush-to-zero",
        "the sentinel test compares exact bits, so a subnormal is data",
        FaultStage::kInput,
-       {K::kAtCall, K::kAtStep},
+       {K::kAtCall, K::kAtStep, K::kAtLayer, K::kAtSite},
        {},
        false,
        &HasFusedBackend,
@@ -502,6 +503,11 @@ std::string JoinNames(const std::vector<std::string_view>& names) {
   return absl::StrJoin(names, ", ", [](std::string* out, std::string_view v) { out->append(v); });
 }
 
+// The layers the run's model has (every pipeline stage together).
+int64_t RunLayers(const Scenario& s) {
+  return s.workload.layers > 0 ? s.workload.layers : s.model.layers;
+}
+
 }  // namespace
 
 std::string_view FaultCategoryName(FaultCategory category) {
@@ -544,18 +550,32 @@ std::string_view FaultKeyName(FaultKey key) {
       return "at_call";
     case FaultKey::kAtStep:
       return "at_step";
+    case FaultKey::kAtLayer:
+      return "at_layer";
+    case FaultKey::kAtSite:
+      return "at_site";
   }
   return "?";
 }
 
-bool PlacedAt(const FaultSpec& f, const CallPlace& p) {
+bool PlacedBySite(const FaultSpec& f) { return f.at_layer >= 0 || !f.at_site.empty(); }
+
+bool AtPlacedSite(const FaultSpec& f, const CallPlace& p) {
+  return (f.at_step < 0 || p.site.step == f.at_step) &&
+         (f.at_layer < 0 || p.site.layer == f.at_layer) &&
+         (f.at_site.empty() || SiteKindName(p.site.kind) == f.at_site);
+}
+
+bool PlacedAt(const FaultSpec& f, const CallPlace& p, int64_t first) {
+  if (PlacedBySite(f)) return first >= 0 ? p.call == first : AtPlacedSite(f, p);
   if (f.at_step >= 0) {
     return p.step == f.at_step && p.call_in_step == std::max<int64_t>(0, f.at_call);
   }
   return f.at_call < 0 || p.call == f.at_call;
 }
 
-bool PlacedAtOrAfter(const FaultSpec& f, const CallPlace& p) {
+bool PlacedAtOrAfter(const FaultSpec& f, const CallPlace& p, int64_t first) {
+  if (PlacedBySite(f)) return first >= 0 ? p.call >= first : AtPlacedSite(f, p);
   if (f.at_step >= 0) {
     return p.step > f.at_step ||
            (p.step == f.at_step && p.call_in_step >= std::max<int64_t>(0, f.at_call));
@@ -606,7 +626,8 @@ FaultSpec WithDefaults(FaultSpec f, const ParallelLayout& layout) {
   constexpr int64_t kDefaultCall = 3;
   if (f.ranks.empty()) f.ranks.push_back(layout.world_size() > 1 ? 1 : 0);
   const FaultKindInfo* kind = FindFaultKind(f.kind);
-  if (kind != nullptr && kind->stage == FaultStage::kCall && f.at_call < 0 && f.at_step < 0) {
+  if (kind != nullptr && kind->stage == FaultStage::kCall && f.at_call < 0 && f.at_step < 0 &&
+      !PlacedBySite(f)) {
     f.at_call = kDefaultCall;
   }
   return f;
@@ -642,7 +663,9 @@ absl::Status ValidateFault(const Scenario& s, const ParallelLayout& layout, cons
   for (const FaultParam& p : kind->params) accepted.push_back(p.name);
   const std::string honoured = absl::StrFormat("it takes: %s", JoinNames(accepted));
   for (const auto& [key, given] : {std::pair{FaultKey::kAtCall, f.at_call >= 0},
-                                   std::pair{FaultKey::kAtStep, f.at_step >= 0}}) {
+                                   std::pair{FaultKey::kAtStep, f.at_step >= 0},
+                                   std::pair{FaultKey::kAtLayer, f.at_layer >= 0},
+                                   std::pair{FaultKey::kAtSite, !f.at_site.empty()}}) {
     if (given && !kind->Honours(key)) {
       return absl::InvalidArgumentError(
           absl::StrFormat("%s: %s: fault '%s' does not honour this key (%s; stage: %s)", where,
@@ -654,6 +677,25 @@ absl::Status ValidateFault(const Scenario& s, const ParallelLayout& layout, cons
         "%s: at_step: fault '%s' is placed at step %d but the run has %d step(s) (0-based): it "
         "would never fire; lower at_step or raise workload.steps",
         where, f.kind, f.at_step, s.workload.steps));
+  }
+  if (!f.at_site.empty() && !SiteKindFromName(f.at_site).has_value()) {
+    std::vector<std::string_view> sites;
+    for (int k = 0; k < kNumSiteKinds; ++k) sites.push_back(SiteKindName(static_cast<SiteKind>(k)));
+    return absl::InvalidArgumentError(
+        absl::StrFormat("%s: at_site: fault '%s' names no call site '%s'%s (sites: %s)", where,
+                        f.kind, f.at_site, DidYouMean(f.at_site, sites), JoinNames(sites)));
+  }
+  if (f.at_layer >= RunLayers(s)) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "%s: at_layer: fault '%s' is placed at layer %d but the model runs %d layer(s) (0-based): "
+        "it would never fire; lower at_layer or raise workload.layers",
+        where, f.kind, f.at_layer, RunLayers(s)));
+  }
+  if (f.at_call >= 0 && PlacedBySite(f)) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "%s: at_call: fault '%s' is placed by %s too: a fault placed at a layer or site strikes "
+        "the first call there (at_step picks the step); drop at_call or the layer and site",
+        where, f.kind, f.at_layer >= 0 ? "at_layer" : "at_site"));
   }
   std::vector<std::string_view> param_names;
   for (const FaultParam& p : kind->params) param_names.push_back(p.name);

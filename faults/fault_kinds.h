@@ -58,10 +58,12 @@ std::string_view FaultStageName(FaultStage stage);
 // honours some of them (FaultKindInfo::keys); a key it does not honour is
 // refused at parse time with the file, line and key.
 enum class FaultKey : uint8_t {
-  kAtCall = 1,  // the rank's n-th dispatched all-reduce (0-based)
-  kAtStep = 2,  // the n-th forward step (0-based)
+  kAtCall = 1,   // the rank's n-th dispatched all-reduce (0-based)
+  kAtStep = 2,   // the n-th forward step (0-based)
+  kAtLayer = 3,  // the n-th layer of the model (0-based)
+  kAtSite = 4,   // a call-site kind (SiteKindName: attn_out, moe, embedding, ...)
 };
-std::string_view FaultKeyName(FaultKey key);  // "at_call", "at_step"
+std::string_view FaultKeyName(FaultKey key);  // "at_call", "at_step", "at_layer", "at_site"
 
 // One numeric or named parameter of a kind.
 struct FaultParam {
@@ -69,12 +71,20 @@ struct FaultParam {
   std::string_view help;  // what it means and its default
 };
 
+// Whether `f` is placed by layer or site (at_layer, at_site): it then
+// strikes each of its ranks at the first call there (in at_step's step when
+// given), and a host keeps, per rank, the call where that was (`first`).
+bool PlacedBySite(const FaultSpec& f);
+// Whether the call at `place` is at f's step, layer and site (each when
+// given).
+bool AtPlacedSite(const FaultSpec& f, const CallPlace& place);
 // Whether the call at `place` is where `f` is placed: its at_call-th call of
 // the run, or with at_step, its at_call-th call (default the first) of that
-// step.
-bool PlacedAt(const FaultSpec& f, const CallPlace& place);
+// step; placed by site, the first call at its step, layer and site (`first`:
+// that call's index on this rank once seen, else -1).
+bool PlacedAt(const FaultSpec& f, const CallPlace& place, int64_t first = -1);
 // Whether `place` is at or after where `f` is placed (no placement: always).
-bool PlacedAtOrAfter(const FaultSpec& f, const CallPlace& place);
+bool PlacedAtOrAfter(const FaultSpec& f, const CallPlace& place, int64_t first = -1);
 
 // A kind's effect, one member per stage (the row fills the one of its
 // stage). Every function reads its own parameters and placement from `f`.

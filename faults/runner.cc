@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "faults/fault_injector.h"
 #include "faults/swarm.h"
 #include "sim/replica/call_count.h"
@@ -34,10 +35,60 @@ bool FaultFires(const Scenario& scenario, const ParallelLayout& layout,
         fault.at_step, steps, steps - 1);
     return false;
   }
-  if (fault.at_call < 0) return true;
+  const int64_t layers =
+      scenario.workload.layers > 0 ? scenario.workload.layers : scenario.model.layers;
+  if (fault.at_layer >= layers) {
+    *why = absl::StrFormat(
+        "at_layer: layer %d is past the model's last layer (it runs %d: layers 0 to %d); the "
+        "fault would never fire",
+        fault.at_layer, layers, layers - 1);
+    return false;
+  }
   // The default target (rank 1, or 0 in a one-rank world) when none is given.
   std::vector<int> ranks = fault.ranks;
   if (ranks.empty()) ranks.push_back(layout.world_size() > 1 ? 1 : 0);
+  // A site that does not exist is ValidateFault's to name (with a "did you
+  // mean").
+  if (PlacedBySite(fault) && (fault.at_site.empty() || SiteKindFromName(fault.at_site))) {
+    // Each rank it strikes must make a dispatched call there.
+    for (int rank : ranks) {
+      if (rank < 0 || rank >= layout.world_size()) continue;  // ValidateFault names it
+      const std::vector<SiteRef> sites = RankCallSites(scenario, layout, policy, rank);
+      CallPlace place;
+      bool found = false;
+      for (const SiteRef& site : sites) {
+        place.site = site;
+        found |= AtPlacedSite(fault, place);
+      }
+      if (found) continue;
+      std::vector<std::string> where;
+      if (fault.at_step >= 0) where.push_back(absl::StrFormat("step %d", fault.at_step));
+      if (fault.at_layer >= 0) where.push_back(absl::StrFormat("layer %d", fault.at_layer));
+      if (!fault.at_site.empty()) where.push_back(fault.at_site);
+      // The sites the rank does call at that step and layer.
+      FaultSpec wider = fault;
+      wider.at_site.clear();
+      std::vector<std::string> there;
+      for (const SiteRef& site : sites) {
+        place.site = site;
+        const std::string name(SiteKindName(site.kind));
+        if (AtPlacedSite(wider, place) &&
+            std::find(there.begin(), there.end(), name) == there.end()) {
+          there.push_back(name);
+        }
+      }
+      *why = absl::StrFormat(
+          "%s: rank %d makes no all-reduce at %s under policy %s (%s); the fault would never "
+          "fire",
+          !fault.at_site.empty() ? "at_site" : "at_layer", rank, absl::StrJoin(where, " "),
+          policy.name(),
+          there.empty() ? std::string("nor any other call there")
+                        : absl::StrFormat("its call sites there: %s", absl::StrJoin(there, ", ")));
+      return false;
+    }
+    return true;
+  }
+  if (fault.at_call < 0) return true;
   for (int rank : ranks) {
     if (rank < 0 || rank >= layout.world_size()) continue;  // ValidateFault names it
     const int64_t calls = CountRankCalls(scenario, layout, policy, rank);

@@ -18,7 +18,9 @@ absl::StatusOr<SimResult> SimulateWithFaults(const Scenario& scenario, SimOption
                                              const PolicyRegistry& registry);
 
 // Whether `fault` can fire in `scenario` under `policy`: its at_step is a step
-// of the run and its at_call a call its rank makes (CountRankCalls). A fault
+// of the run, its at_layer a layer of the model, its at_call a call its rank
+// makes (CountRankCalls), and placed by layer or site, each rank it strikes
+// makes a call there (RankCallSites). A fault
 // past the end of the run would silently never fire (issue 11). When it
 // cannot, `why` says so ("step 5 is past the last step, 2").
 bool FaultFires(const Scenario& scenario, const ParallelLayout& layout,

@@ -270,7 +270,7 @@ void HwRank::SendActivation(int to, int64_t elems) {
   MPI_Request_free(&request);
 }
 
-void* HwRank::Input(uint64_t instance, int64_t elems) {
+void* HwRank::Input(const SiteRef& /*at*/, uint64_t instance, int64_t elems) {
   const int64_t esize = DTypeSize(scenario_.dispatch.dtype);
   const size_t bytes = static_cast<size_t>(std::min(elems, max_elems_) * esize);
   absl::Status s = cuda::CudaStatus(cudaSetDevice(device_), "cudaSetDevice");
@@ -387,6 +387,7 @@ bool HwRank::Reduce(const SiteRef& site, GroupRole role, const TensorDesc& desc,
                     const CallContext& context) {
   if (Stopped()) return false;
   last_fused_norm_ = false;
+  site_ = site;  // where faults placed at a layer or site strike (NextCall)
   if (faults_ != nullptr && faults_->KillsRank(rank_, NextCall())) {
     // The rank leaves the job here: it never makes this call or any other.
     // (The process stays to hand in its part of the report.)
@@ -400,7 +401,6 @@ bool HwRank::Reduce(const SiteRef& site, GroupRole role, const TensorDesc& desc,
     return false;
   }
   object_ = layout_.ObjectIndex(role);
-  site_ = site;
   hook_stopped_ = false;
   Tensor tensor{desc, data};
   std::optional<CallOutcome> outcome = DispatchAllReduce(

@@ -70,7 +70,7 @@ class HwRank : private CallHook {
   std::optional<std::vector<int64_t>> AllGatherTokens(int64_t mine);
   bool RecvActivation(int from, int64_t elems);
   void SendActivation(int to, int64_t elems);
-  void* Input(uint64_t instance, int64_t elems);
+  void* Input(const SiteRef& at, uint64_t instance, int64_t elems);
   void* InputRows(uint64_t instance, int64_t rows, int64_t hidden, int64_t first, int64_t n);
   void* Rows(void* const& data, int64_t first, int64_t n, int64_t hidden) const;
   bool Collective(const SiteRef& site, RowCollective op, GroupRole role,
@@ -125,9 +125,10 @@ class HwRank : private CallHook {
   uint64_t calls_made_ = 0;
   int step_ = 0;                  // the step the rank is in
   uint64_t step_first_call_ = 0;  // calls_made_ when it began
+  // Where the next dispatched call is: the call in flight's site (site_).
   CallPlace NextCall() const {
     return CallPlace{static_cast<int64_t>(calls_made_), step_,
-                     static_cast<int64_t>(calls_made_ - step_first_call_)};
+                     static_cast<int64_t>(calls_made_ - step_first_call_), site_};
   }
   // The call in flight (for the call hook).
   SiteRef site_;

@@ -94,9 +94,9 @@ class SimHost {
                               ctx_.hardware.LayerComputeNs(ctx_.scenario.model, tokens, tp) / 2);
   }
 
-  SimTensor Input(uint64_t instance, int64_t elems) {
+  SimTensor Input(const SiteRef& at, uint64_t instance, int64_t elems) {
     const uint8_t flags =
-        ctx_.faults != nullptr ? ctx_.faults->InputFlags(rank_, rt_.NextCall()) : uint8_t{0};
+        ctx_.faults != nullptr ? ctx_.faults->InputFlags(rank_, rt_.NextCall(at)) : uint8_t{0};
     return MakeInput(ctx_, rank_, instance, elems, flags);
   }
 
@@ -153,18 +153,18 @@ class SimHost {
               const CallContext& context) {
     ctx_.scheduler.Yield();  // a communicator call is a scheduling point
     if (ctx_.stopped()) return false;
-    if (ctx_.faults != nullptr && ctx_.faults->KillsRank(rank_, rt_.NextCall())) {
+    if (ctx_.faults != nullptr && ctx_.faults->KillsRank(rank_, rt_.NextCall(site))) {
       // The process dies here: it never makes this call or any other.
       ctx_.scheduler.Kill(rank_);
       return false;
     }
     const int object = ctx_.layout.ObjectIndex(role);
     Tensor tensor{desc, &data};
-    rt_.current_object = object;
-    rt_.current_site = site;
+    rt_.BeginCall(object, site);
     std::optional<CallOutcome> outcome =
         DispatchAllReduce(rt_.wiring.coordinator(object), tensor, context, rank_, site, object,
                           ctx_.layout, [this] { return ctx_.Clock(rank_); });
+    rt_.EndCall(outcome && outcome->raised.has_value());
     if (!outcome) return !ctx_.stopped();
     ctx_.trace.Add(outcome->event);
     if (outcome->raised) {

@@ -34,8 +34,15 @@ absl::Status SimBackendContext::Enter(const DecisionRecord& record) const {
   return (*faults)->BeforeBackendCall(rank, place, record);
 }
 
+absl::Status SimBackendContext::Leave(const DecisionRecord& record, absl::Status status) const {
+  if (!status.ok() && status.code() != absl::StatusCode::kAborted) {
+    observer->OnBackendError(record, status);
+  }
+  return status;
+}
+
 absl::Status SimFusedBackend::AllReduce(Tensor& tensor, const DecisionRecord& record) {
-  if (absl::Status s = context_.Enter(record); !s.ok()) return s;
+  if (absl::Status s = context_.Enter(record); !s.ok()) return context_.Leave(record, s);
   auto* data = static_cast<SimTensor*>(tensor.data);
   const int member = workspace_->MemberOf(context_.rank);
   if (member < 0) {
@@ -45,11 +52,12 @@ absl::Status SimFusedBackend::AllReduce(Tensor& tensor, const DecisionRecord& re
   // The protocol reads `in` and writes the tensor afresh.
   const SimTensor in = std::exchange(*data, SimTensor{});
   const protocol::ProtocolStatus status = workspace_->RunAllReduce(member, record, in, *data);
-  return ToStatus(status, context_.rank, workspace_->peers(), workspace_->WaitBudgetNs());
+  return context_.Leave(
+      record, ToStatus(status, context_.rank, workspace_->peers(), workspace_->WaitBudgetNs()));
 }
 
 absl::Status SimCustomBackend::AllReduce(Tensor& tensor, const DecisionRecord& record) {
-  if (absl::Status s = context_.Enter(record); !s.ok()) return s;
+  if (absl::Status s = context_.Enter(record); !s.ok()) return context_.Leave(record, s);
   auto* data = static_cast<SimTensor*>(tensor.data);
   const SimTensor in = std::exchange(*data, SimTensor{});
   // Its barrier waits are unbounded (as SGLang's): a wait is abandoned only
@@ -61,15 +69,16 @@ absl::Status SimCustomBackend::AllReduce(Tensor& tensor, const DecisionRecord& r
 }
 
 absl::Status SimNcclBackend::AllReduce(Tensor& tensor, const DecisionRecord& record) {
-  if (absl::Status s = context_.Enter(record); !s.ok()) return s;
+  if (absl::Status s = context_.Enter(record); !s.ok()) return context_.Leave(record, s);
   auto* data = static_cast<SimTensor*>(tensor.data);
   const SimTensor in = std::exchange(*data, SimTensor{});
   const int member = comm_->MemberOf(context_.rank);
   comm_->AllReduce(member, tensor.desc.dtype, in, *data);
   if (comm_->TakeExpiry(member)) {
     // As the hardware runner's watchdog ends the call (GpuNcclBackend::WaitFor).
-    return protocol::WatchdogExpired("all-reduce", comm_->name(), record.seq,
-                                     static_cast<uint64_t>(comm_->WatchdogNs()));
+    return context_.Leave(record,
+                          protocol::WatchdogExpired("all-reduce", comm_->name(), record.seq,
+                                                    static_cast<uint64_t>(comm_->WatchdogNs())));
   }
   return absl::OkStatus();
 }

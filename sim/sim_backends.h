@@ -20,6 +20,10 @@ class CallObserver {
  public:
   virtual ~CallObserver() = default;
   virtual CallPlace OnBackendCall(const DecisionRecord& record) = 0;
+  // The backend of the call `record` decided returned `error` (an injected
+  // fault, a bounded wait that gave up): whether the policy propagates or
+  // swallows it is seen next (sim_run.h).
+  virtual void OnBackendError(const DecisionRecord& /*record*/, const absl::Status& /*error*/) {}
 };
 
 // What every simulated backend of one rank shares.
@@ -30,6 +34,9 @@ struct SimBackendContext {
 
   // Logs the call and asks the fault plan whether the backend raises instead.
   absl::Status Enter(const DecisionRecord& record) const;
+  // What the backend returns: `status`, with an error told to the observer
+  // (except the run shutting down under a waiting rank).
+  absl::Status Leave(const DecisionRecord& record, absl::Status status) const;
 };
 
 // The fused kAllReduce / kARResidualRMSNorm kernel on a fusion workspace: runs

@@ -5,6 +5,8 @@
 #define LOCKSTEP_SIM_SIM_RUN_H_
 
 #include <memory>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "dispatch/group_coordinator.h"
@@ -30,17 +32,57 @@ struct CallLog {
   DecisionRecord record;
 };
 
+// An error a rank's backend raised that the policy did not propagate: it
+// fell back to another backend, or carried on as if the call had run.
+struct SwallowedError {
+  int64_t call = 0;  // the rank's dispatched-call index of the call that raised
+  int32_t object = 0;
+  SiteRef site;
+  DecisionRecord record;  // the decision whose backend raised
+  std::string error;
+  // The backend the rank fell back to (nullopt: none; the call returned as if
+  // it had run).
+  std::optional<BackendKind> fell_back_to;
+};
+
 struct RankRuntime : CallObserver {
   CallPlace OnBackendCall(const DecisionRecord& record) override {
     if (keep_decisions) calls.push_back(CallLog{current_object, current_site, record});
+    // Another backend after an error in the same dispatched call: the policy
+    // swallowed the error and fell back.
+    for (SwallowedError& e : raised_in_call) {
+      e.fell_back_to = record.backend;
+      Swallowed(std::move(e));
+    }
+    raised_in_call.clear();
     const CallPlace place = NextCall();
     ++calls_made;
     return place;
   }
-  // Where the rank's next dispatched call is.
-  CallPlace NextCall() const {
+  void OnBackendError(const DecisionRecord& record, const absl::Status& error) override {
+    raised_in_call.push_back(SwallowedError{static_cast<int64_t>(calls_made) - 1, current_object,
+                                            current_site, record, std::string(error.message()),
+                                            std::nullopt});
+  }
+  // Around one dispatched call: `raised` is whether the call ended in an
+  // error the rank raises (the policy propagated it).
+  void BeginCall(int32_t object, const SiteRef& site) {
+    current_object = object;
+    current_site = site;
+    raised_in_call.clear();
+  }
+  void EndCall(bool raised) {
+    if (!raised) {
+      for (SwallowedError& e : raised_in_call) Swallowed(std::move(e));
+    }
+    raised_in_call.clear();
+  }
+  // Where the rank's next dispatched call is (at `site`: the site of the call
+  // it is preparing, else the last one it began).
+  CallPlace NextCall() const { return NextCall(current_site); }
+  CallPlace NextCall(const SiteRef& site) const {
     return CallPlace{static_cast<int64_t>(calls_made), step,
-                     static_cast<int64_t>(calls_made - step_first_call)};
+                     static_cast<int64_t>(calls_made - step_first_call), site};
   }
   // The rank's groups, backends and coordinators (sim/replica/group_wiring.h);
   // wiring.local is its raw state, which the votes read for every member.
@@ -54,6 +96,20 @@ struct RankRuntime : CallObserver {
   uint64_t calls_made = 0;
   int step = 0;                  // the step the rank is in
   uint64_t step_first_call = 0;  // calls_made when it began
+  // Errors its backends raised that its policy swallowed, the first
+  // kMaxSwallowed of them, and how many there were.
+  static constexpr size_t kMaxSwallowed = 16;
+  std::vector<SwallowedError> swallowed;
+  int64_t swallowed_count = 0;
+
+ private:
+  void Swallowed(SwallowedError e) {
+    ++swallowed_count;
+    if (swallowed.size() < kMaxSwallowed) swallowed.push_back(std::move(e));
+  }
+  // Errors raised by the dispatched call in flight, not yet propagated or
+  // swallowed.
+  std::vector<SwallowedError> raised_in_call;
 };
 
 class SimRun {

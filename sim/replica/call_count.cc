@@ -47,14 +47,19 @@ class CountingHost {
   bool RecvActivation(int /*from*/, int64_t /*elems*/) { return true; }
   void SendActivation(int /*to*/, int64_t /*elems*/) {}
   void Compute(int64_t /*tokens*/, int /*tp*/) {}
-  Data Input(uint64_t /*instance*/, int64_t /*elems*/) { return {}; }
+  Data Input(const SiteRef& /*at*/, uint64_t /*instance*/, int64_t /*elems*/) { return {}; }
   Data InputRows(uint64_t, int64_t, int64_t, int64_t, int64_t) { return {}; }
   Data Rows(const Data&, int64_t, int64_t, int64_t) const { return {}; }
   // A call reaches a backend (and counts) unless its group has one rank.
-  bool Reduce(const SiteRef&, GroupRole role, const TensorDesc&, Data&, const CallContext&) {
-    if (layout_.GroupSize(layout_.GroupOf(role, rank_)) > 1) ++calls_;
+  bool Reduce(const SiteRef& site, GroupRole role, const TensorDesc&, Data&, const CallContext&) {
+    if (layout_.GroupSize(layout_.GroupOf(role, rank_)) > 1) {
+      ++calls_;
+      if (sites_ != nullptr) sites_->push_back(site);
+    }
     return true;
   }
+  // Also list each counted call's site in `sites` (not owned; null: don't).
+  void set_sites(std::vector<SiteRef>* sites) { sites_ = sites; }
   bool Collective(const SiteRef&, RowCollective, GroupRole, const std::vector<int64_t>&, int64_t,
                   Data&) {
     return true;
@@ -72,6 +77,7 @@ class CountingHost {
   RankLocalState local_;
   int step_ = 0;
   int64_t calls_ = 0;
+  std::vector<SiteRef>* sites_ = nullptr;
 };
 
 uint64_t SaturatingMul(uint64_t a, uint64_t b) {
@@ -89,6 +95,18 @@ int64_t CountRankCalls(const Scenario& scenario, const ParallelLayout& layout,
   WorkloadProgram<CountingHost> program(host, scenario, layout, rank);
   program.Run();
   return host.calls();
+}
+
+std::vector<SiteRef> RankCallSites(const Scenario& scenario, const ParallelLayout& layout,
+                                   const DispatchPolicy& policy, int rank) {
+  std::vector<SiteRef> sites;
+  absl::StatusOr<ReplicaConfig> config = ResolveReplicaConfig(scenario, layout, policy);
+  if (!config.ok()) return sites;
+  CountingHost host(scenario, layout, policy, *config, rank);
+  host.set_sites(&sites);
+  WorkloadProgram<CountingHost> program(host, scenario, layout, rank);
+  program.Run();
+  return sites;
 }
 
 uint64_t MaxCallsPerRank(const Scenario& scenario, const ParallelWidths& widths) {

@@ -7,9 +7,11 @@
 #define LOCKSTEP_SIM_REPLICA_CALL_COUNT_H_
 
 #include <cstdint>
+#include <vector>
 
 #include "dispatch/group_layout.h"
 #include "dispatch/policy.h"
+#include "sim/replica/site.h"
 #include "sim/scenario/scenario.h"
 
 namespace lockstep {
@@ -20,6 +22,10 @@ namespace lockstep {
 // rank's steps and layers, no simulation.
 int64_t CountRankCalls(const Scenario& scenario, const ParallelLayout& layout,
                        const DispatchPolicy& policy, int rank);
+
+// The site of each of those calls, in the order the rank makes them.
+std::vector<SiteRef> RankCallSites(const Scenario& scenario, const ParallelLayout& layout,
+                                   const DispatchPolicy& policy, int rank);
 
 // An upper bound of CountRankCalls over every rank and policy, in O(pp):
 // steps * (embedding and draft projection, two calls per dense layer and four

@@ -16,6 +16,7 @@
 #include "dispatch/group_layout.h"
 #include "dispatch/rank_local_state.h"
 #include "dispatch/workspace.h"
+#include "sim/replica/site.h"
 
 namespace lockstep {
 
@@ -31,6 +32,7 @@ struct CallPlace {
   int64_t call = 0;          // the rank's dispatched all-reduce index, from 0
   int step = 0;              // the forward step it belongs to
   int64_t call_in_step = 0;  // its index among the rank's calls of that step
+  SiteRef site;              // where in the model: step, layer (-1: none) and site kind
 };
 
 class ReplicaFaults {

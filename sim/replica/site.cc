@@ -4,6 +4,9 @@
 
 namespace lockstep {
 
+static_assert(static_cast<int>(SiteKind::kMoeCpGather) + 1 == kNumSiteKinds,
+              "kNumSiteKinds counts every SiteKind");
+
 std::string_view SiteKindName(SiteKind kind) {
   switch (kind) {
     case SiteKind::kEmbedding:
@@ -32,6 +35,13 @@ std::string_view SiteKindName(SiteKind kind) {
       return "moe_cp_gather";
   }
   return "?";
+}
+
+std::optional<SiteKind> SiteKindFromName(std::string_view name) {
+  for (int k = 0; k < kNumSiteKinds; ++k) {
+    if (SiteKindName(static_cast<SiteKind>(k)) == name) return static_cast<SiteKind>(k);
+  }
+  return std::nullopt;
 }
 
 std::string SiteRef::ToString() const {

@@ -4,6 +4,7 @@
 #define LOCKSTEP_SIM_REPLICA_SITE_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -24,7 +25,11 @@ enum class SiteKind : uint8_t {
   kMoeCpGather,      // MoE-CP all-gather of the FFN input over MOE_DP (attn_cp > moe_dp)
 };
 
+inline constexpr int kNumSiteKinds = 12;
+
 std::string_view SiteKindName(SiteKind kind);
+// The kind SiteKindName names `name`; nullopt if none.
+std::optional<SiteKind> SiteKindFromName(std::string_view name);
 
 // Where a call happened: step, layer (-1: outside the layers) and site.
 struct SiteRef {

@@ -19,8 +19,9 @@
 //   bool RecvActivation(int from, int64_t elems); void SendActivation(int to, int64_t elems);
 //   void Compute(int64_t tokens, int tp);
 //   // This rank's contribution: every row, or only rows [first, first + n)
-//   // of a buffer of `rows` rows (zeros elsewhere).
-//   Data Input(uint64_t instance, int64_t elems);
+//   // of a buffer of `rows` rows (zeros elsewhere). `at` is the site of the
+//   // call or collective that consumes it (where input faults are placed).
+//   Data Input(const SiteRef& at, uint64_t instance, int64_t elems);
 //   Data InputRows(uint64_t instance, int64_t rows, int64_t hidden, int64_t first, int64_t n);
 //   // One dispatched all-reduce; false when the rank raised or the run ended.
 //   bool Reduce(const SiteRef&, GroupRole, const TensorDesc&, Data&, const CallContext&);
@@ -159,7 +160,7 @@ class WorkloadProgram {
   // A site whose reduction over `role` must cover exactly `expected`.
   bool Site(const SiteRef& site, GroupRole role, const TensorDesc& desc,
             const ExpectedRanks& expected, const CallContext& context = {}) {
-    Data data = host_.Input(site.Instance(), desc.numel());
+    Data data = host_.Input(site, site.Instance(), desc.numel());
     if (!host_.Reduce(site, role, desc, data, context)) return false;
     return host_.Check(site, site.Instance(), expected, data);
   }
@@ -262,7 +263,7 @@ class WorkloadProgram {
     int64_t sum = 0;
     for (int64_t t : dp_.group_rows) sum += t;
     const int64_t rows = exit.kind == ExitKind::kReduceScatterV ? sum : dp_.global_rows;
-    Data data = host_.Input(owed.Instance(), rows * Hidden());
+    Data data = host_.Input(site, owed.Instance(), rows * Hidden());
     if (exit.kind == ExitKind::kReduceScatterV) {
       if (!host_.Collective(site, RowCollective::kReduceScatter, exit.group, dp_.group_rows,
                             Hidden(), data)) {
@@ -313,7 +314,7 @@ class WorkloadProgram {
                                                    : SiteKind::kDenseDeferred;
     const SiteRef site{step, layer, kind};
     const TensorDesc desc = TensorDesc::Matrix(t_moe, Hidden(), Dtype());
-    Data data = host_.Input(p.site.Instance(), desc.numel());
+    Data data = host_.Input(site, p.site.Instance(), desc.numel());
     const CallContext context = flush ? Context(FusionPattern::kAllReduce, WorkspaceKind::kNone)
                                       : Context(NormPattern(), WorkspaceKind::kMoe);
     if (!host_.Reduce(site, p.exit.group, desc, data, context)) return false;
@@ -398,7 +399,7 @@ class WorkloadProgram {
       // MOE_DP (the ATTN_CP object) before the experts (layout.py:135-165).
       if (moe_layer && moe_cp_gather) {
         const SiteRef gather{step, layer, SiteKind::kMoeCpGather};
-        Data data = host_.Input(gather.Instance(), t_dp * Hidden());
+        Data data = host_.Input(gather, gather.Instance(), t_dp * Hidden());
         std::vector<int64_t> per_member(static_cast<size_t>(w_.attn_cp), t_dp);
         if (!host_.Collective(gather, RowCollective::kAllGather, GroupRole::kMoeDp, per_member,
                               Hidden(), data)) {
@@ -437,8 +438,9 @@ class WorkloadProgram {
         if (flush.kind == ExitKind::kAllReduceThenScatter) {
           if (!DpReturn(owed, flush, expected, t_dp)) return false;
         } else if (!flush.reductions.empty()) {
-          Data data = host_.Input(owed.Instance(), rows * Hidden());
-          if (!ReduceAll({step, layer, SiteKind::kMoeFlush}, flush.reductions, rows, data)) {
+          const SiteRef flushed{step, layer, SiteKind::kMoeFlush};
+          Data data = host_.Input(flushed, owed.Instance(), rows * Hidden());
+          if (!ReduceAll(flushed, flush.reductions, rows, data)) {
             return false;
           }
           if (!host_.Check(owed, owed.Instance(), expected, data)) return false;
@@ -453,7 +455,7 @@ class WorkloadProgram {
           pending = Pending{exit, owed, ffn};
           break;
         case ExitKind::kCompleteNow: {
-          Data data = host_.Input(owed.Instance(), rows * Hidden());
+          Data data = host_.Input(owed, owed.Instance(), rows * Hidden());
           if (!ReduceAll(owed, exit.reductions, rows, data)) return false;
           if (!host_.Check(owed, owed.Instance(), expected, data)) return false;
           if (moe_layer && !ReduceReplicatedAgain(owed, rows, expected, data)) return false;

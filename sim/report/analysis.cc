@@ -5,6 +5,7 @@
 #include "sim/report/analysis.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <map>
 #include <string>
 #include <tuple>
@@ -18,83 +19,200 @@
 namespace lockstep {
 namespace {
 
-// The earliest call (by virtual time) whose decision differs between members
-// of its group, explained by the predicate inputs that differed.
+// One group call (object, group, seq) as its members logged it.
+struct GroupCall {
+  // Each member that made it, in rank order, with its record. A rank that
+  // made two records for one call (a mutant that falls back after its backend
+  // raised) is on one side only: its last decision.
+  std::vector<std::pair<int, const CallLog*>> members;
+  // Where the call came in call order: the smallest index it has in its
+  // members' own call sequences (CallLog vectors).
+  size_t first_position = SIZE_MAX;
+};
+using GroupCallKey = std::tuple<int32_t, uint32_t, uint64_t>;  // object, group, seq
+
+// Describes one call whose members decided differently (or some never made
+// it): each side, the inputs that differed and the missing ranks.
+nlohmann::json DescribeDivergence(const ParallelLayout& layout, const GroupCallKey& key,
+                                  const GroupCall& call, std::string* line) {
+  const GroupId group{std::get<1>(key)};
+  const auto& members = call.members;
+  std::map<uint64_t, std::vector<int>> by_fingerprint;
+  for (const auto& [rank, log] : members) {
+    by_fingerprint[DecisionFingerprint(log->record)].push_back(rank);
+  }
+  nlohmann::json sides = nlohmann::json::array();
+  std::vector<std::string> texts;
+  for (const auto& [fp, ranks] : by_fingerprint) {
+    const CallLog* log = nullptr;
+    for (const auto& [rank, l] : members) {
+      if (rank == ranks.front()) log = l;
+    }
+    // Name this side's inputs against a member of another side.
+    std::vector<std::string> inputs;
+    for (const auto& [rank2, other] : members) {
+      if (DecisionFingerprint(other->record) == fp) continue;
+      inputs = DescribeDifferences(log->record, other->record, &layout);
+      break;
+    }
+    std::string side = absl::StrFormat(
+        "rank%s %s chose %s%s%s", ranks.size() > 1 ? "s" : "", RankRanges(ranks),
+        BackendKindName(log->record.backend),
+        log->record.algorithm != Algorithm::kNone
+            ? absl::StrFormat("/%s", AlgorithmName(log->record.algorithm))
+            : "",
+        inputs.empty() ? "" : absl::StrFormat(": %s", absl::StrJoin(inputs, ", ")));
+    texts.push_back(side);
+    sides.push_back({{"ranks", ranks},
+                     {"backend", std::string(BackendKindName(log->record.backend))},
+                     {"algorithm", std::string(AlgorithmName(log->record.algorithm))},
+                     {"tokens", log->record.call.tensor.tokens()},
+                     {"explanation", ExplainDecision(log->record, &layout)},
+                     {"differing_inputs", inputs}});
+  }
+  std::vector<int> missing;
+  for (int r : layout.Peers(group)) {
+    bool found = false;
+    for (const auto& [rank, log] : members) found |= rank == r;
+    if (!found) missing.push_back(r);
+  }
+  if (!missing.empty()) {
+    texts.push_back(absl::StrFormat("rank%s %s never made this call",
+                                    missing.size() > 1 ? "s" : "", RankRanges(missing)));
+  }
+  const std::string& object = layout.objects()[static_cast<size_t>(std::get<0>(key))].name;
+  const std::string site = members.front().second->site.ToString();
+  *line = absl::StrFormat("%s %s call %d (%s): %s", object, layout.PeersToString(group),
+                          std::get<2>(key), site, absl::StrJoin(texts, "; "));
+  return {{"group", object},
+          {"peers", layout.PeersToString(group)},
+          {"seq", std::get<2>(key)},
+          {"site", site},
+          {"call_position", call.first_position},
+          {"sides", sides},
+          {"missing_ranks", missing}};
+}
+
+// What a member chose for a call, apart from the inputs it chose from: the
+// backend and its launch, the call's tensor, and a fused call's workspace.
+// Members whose records differ only in predicate inputs decided alike.
+std::tuple<int, int, int32_t, bool, int, bool, int, int64_t, int64_t, int, bool, uint32_t,
+           uint32_t>
+Choice(const DecisionRecord& r) {
+  const bool fused = r.backend == BackendKind::kFused;
+  const TensorDesc& t = r.call.tensor;
+  return {static_cast<int>(r.backend),
+          static_cast<int>(r.algorithm),
+          r.blocks,
+          r.fp32_acc,
+          static_cast<int>(r.kernel_flags),
+          r.norm_fused,
+          static_cast<int>(t.ndim),
+          t.tokens(),
+          t.hidden(),
+          static_cast<int>(t.dtype),
+          t.contiguous,
+          fused ? r.workspace_group.value : 0u,
+          fused ? r.workspace_generation : 0u};
+}
+
+// The first call, in call order, at which the members of its group chose
+// differently, explained by the inputs that differed. Call order: the
+// smallest index the call has in its members' own call sequences; ties go to
+// the lower (object, group, seq). A call whose members made the same choice
+// is never reported before one whose members did not: not when only the
+// inputs they chose from differed (reported only when no call's members
+// chose differently), nor when some member never made it because it is
+// blocked at an earlier call elsewhere (reported only when no call's members
+// decided differently at all, as where the call sequences part).
 nlohmann::json FirstDivergentDecision(const SimRun& run, std::string* line) {
   const ParallelLayout& layout = run.ctx.layout;
-  // (object, group, seq) -> (rank, log)
-  std::map<std::tuple<int32_t, uint32_t, uint64_t>, std::vector<std::pair<int, const CallLog*>>>
-      calls;
+  std::map<GroupCallKey, GroupCall> calls;
   for (size_t r = 0; r < run.ranks.size(); ++r) {
-    for (const CallLog& c : run.ranks[r].calls) {
-      auto& members = calls[{c.object, c.record.group.value, c.record.seq}];
-      // A rank that made two records for one call (a mutant that falls back
-      // after its backend raised) is on one side only: its last decision.
-      if (!members.empty() && members.back().first == static_cast<int>(r)) {
-        members.back().second = &c;
+    const std::vector<CallLog>& log = run.ranks[r].calls;
+    for (size_t i = 0; i < log.size(); ++i) {
+      const CallLog& c = log[i];
+      GroupCall& call = calls[{c.object, c.record.group.value, c.record.seq}];
+      call.first_position = std::min(call.first_position, i);
+      if (!call.members.empty() && call.members.back().first == static_cast<int>(r)) {
+        call.members.back().second = &c;
       } else {
-        members.push_back({static_cast<int>(r), &c});
+        call.members.push_back({static_cast<int>(r), &c});
       }
     }
   }
-  for (const auto& [key, members] : calls) {
+  // The earliest call whose members chose differently, the earliest whose
+  // members chose alike from different inputs, and the earliest whose members
+  // agreed but not all made it.
+  using Entry = std::pair<const GroupCallKey, GroupCall>;
+  const Entry* chose = nullptr;
+  const Entry* inputs = nullptr;
+  const Entry* sequence = nullptr;
+  auto keep_earliest = [](const Entry*& best, const Entry& c) {
+    // The map is visited in key order, so a tie keeps the lower key.
+    if (best == nullptr || c.second.first_position < best->second.first_position) best = &c;
+  };
+  for (const Entry& entry : calls) {
+    const auto& [key, call] = entry;
     const GroupId group{std::get<1>(key)};
-    const size_t expected = static_cast<size_t>(layout.GroupSize(group));
-    std::map<uint64_t, std::vector<int>> by_fingerprint;
-    for (const auto& [rank, log] : members) {
-      DecisionRecord normalized = log->record;
-      by_fingerprint[DecisionFingerprint(normalized)].push_back(rank);
+    const DecisionRecord& first = call.members.front().second->record;
+    bool same_choice = true, same_decision = true;
+    for (const auto& [rank, log] : call.members) {
+      same_choice &= Choice(log->record) == Choice(first);
+      same_decision &= DecisionFingerprint(log->record) == DecisionFingerprint(first);
     }
-    if (by_fingerprint.size() == 1 && members.size() == expected) continue;
-    // Describe each side.
-    nlohmann::json sides = nlohmann::json::array();
-    std::vector<std::string> texts;
-    for (const auto& [fp, ranks] : by_fingerprint) {
-      const CallLog* log = nullptr;
-      for (const auto& [rank, l] : members) {
-        if (rank == ranks.front()) log = l;
-      }
-      // Name this side's inputs against a member of another side.
-      std::vector<std::string> inputs;
-      for (const auto& [rank2, other] : members) {
-        if (DecisionFingerprint(other->record) == fp) continue;
-        inputs = DescribeDifferences(log->record, other->record, &layout);
-        break;
-      }
-      std::string side = absl::StrFormat(
-          "rank%s %s chose %s%s%s", ranks.size() > 1 ? "s" : "", RankRanges(ranks),
-          BackendKindName(log->record.backend),
-          log->record.algorithm != Algorithm::kNone
-              ? absl::StrFormat("/%s", AlgorithmName(log->record.algorithm))
-              : "",
-          inputs.empty() ? "" : absl::StrFormat(": %s", absl::StrJoin(inputs, ", ")));
-      texts.push_back(side);
-      sides.push_back({{"ranks", ranks},
-                       {"backend", std::string(BackendKindName(log->record.backend))},
-                       {"algorithm", std::string(AlgorithmName(log->record.algorithm))},
-                       {"tokens", log->record.call.tensor.tokens()},
-                       {"explanation", ExplainDecision(log->record, &layout)},
-                       {"differing_inputs", inputs}});
+    if (!same_choice) {
+      keep_earliest(chose, entry);
+    } else if (!same_decision) {
+      keep_earliest(inputs, entry);
+    } else if (call.members.size() != static_cast<size_t>(layout.GroupSize(group))) {
+      keep_earliest(sequence, entry);
     }
-    std::vector<int> missing;
-    for (int r : layout.Peers(group)) {
-      bool found = false;
-      for (const auto& [rank, log] : members) found |= rank == r;
-      if (!found) missing.push_back(r);
-    }
-    if (!missing.empty()) {
-      texts.push_back(absl::StrFormat("rank%s %s never made this call",
-                                      missing.size() > 1 ? "s" : "", RankRanges(missing)));
-    }
-    const std::string& object = layout.objects()[static_cast<size_t>(std::get<0>(key))].name;
-    *line = absl::StrFormat("%s %s call %d (%s): %s", object, layout.PeersToString(group),
-                            std::get<2>(key), members.front().second->site.ToString(),
-                            absl::StrJoin(texts, "; "));
-    return {{"group", object},         {"peers", layout.PeersToString(group)},
-            {"seq", std::get<2>(key)}, {"site", members.front().second->site.ToString()},
-            {"sides", sides},          {"missing_ranks", missing}};
   }
-  return nullptr;
+  const Entry* reported = chose != nullptr ? chose : inputs != nullptr ? inputs : sequence;
+  if (reported == nullptr) return nullptr;
+  return DescribeDivergence(layout, reported->first, reported->second, line);
+}
+
+// Every error a rank's backend raised that its policy swallowed (details),
+// and a line naming the first of each rank that swallowed any (summary):
+// "rank 3 swallowed 'CUDA error: ...' from its fused all-reduce at step 1
+// layer 0 attn_out and fell back to nccl".
+nlohmann::json SwallowedErrors(const SimRun& run, std::string* line) {
+  const ParallelLayout& layout = run.ctx.layout;
+  nlohmann::json out = nlohmann::json::array();
+  std::vector<std::string> texts;
+  for (size_t r = 0; r < run.ranks.size(); ++r) {
+    const RankRuntime& rt = run.ranks[r];
+    for (const SwallowedError& e : rt.swallowed) {
+      const std::string then =
+          e.fell_back_to ? absl::StrFormat("fell back to %s", BackendKindName(*e.fell_back_to))
+                         : std::string("carried on as if it had run");
+      if (&e == &rt.swallowed.front()) {
+        texts.push_back(absl::StrFormat(
+            "rank %d swallowed '%s' from its %s all-reduce at %s and %s%s", r, e.error,
+            BackendKindName(e.record.backend), e.site.ToString(), then,
+            rt.swallowed_count > 1
+                ? absl::StrFormat(" (and %d more swallowed error%s)", rt.swallowed_count - 1,
+                                  rt.swallowed_count > 2 ? "s" : "")
+                : ""));
+      }
+      out.push_back(
+          {{"rank", r},
+           {"call", e.call},
+           {"group", layout.objects()[static_cast<size_t>(e.object)].name},
+           {"peers", layout.PeersToString(e.record.group)},
+           {"seq", e.record.seq},
+           {"site", e.site.ToString()},
+           {"backend", std::string(BackendKindName(e.record.backend))},
+           {"error", e.error},
+           {"fell_back_to", e.fell_back_to ? nlohmann::json(std::string(BackendKindName(
+                                                 *e.fell_back_to)))
+                                           : nlohmann::json(nullptr)}});
+    }
+  }
+  *line = absl::StrJoin(texts, "; ");
+  return out;
 }
 
 }  // namespace
@@ -109,6 +227,9 @@ SimResult AnalyzeRun(const SimRun& run) {
   for (int64_t c : ctx.clock) result.virtual_ns = std::max(result.virtual_ns, c);
   if (run.options.keep_trace) result.trace_events = ctx.trace.events();
 
+  // Errors a policy swallowed: named by whatever the run ends in.
+  std::string swallowed_line;
+  const nlohmann::json swallowed = SwallowedErrors(run, &swallowed_line);
   if (ctx.finding) {
     result.verdict = ctx.finding->verdict;
     result.detector = ctx.finding->detector;
@@ -116,6 +237,7 @@ SimResult AnalyzeRun(const SimRun& run) {
     result.details = ctx.finding->details;
     result.details["observed_by_rank"] = ctx.finding->rank;
     result.details["virtual_time_ns"] = ctx.finding->at_ns;
+    if (!swallowed.empty()) result.details["swallowed_errors"] = swallowed;
     return result;
   }
   const std::vector<int> blocked = ctx.scheduler.BlockedRanks();
@@ -130,6 +252,7 @@ SimResult AnalyzeRun(const SimRun& run) {
         absl::StrFormat("rank%s %s died; every other rank finished, and the launcher stops the job",
                         dead.size() > 1 ? "s" : "", RankRanges(dead));
     result.details = {{"dead_ranks", dead}};
+    if (!swallowed.empty()) result.details["swallowed_errors"] = swallowed;
     return result;
   }
   if (blocked.empty()) {
@@ -209,22 +332,25 @@ SimResult AnalyzeRun(const SimRun& run) {
                        {{"what", first_timeout_kind},
                         {"rank", first_timeout_rank},
                         {"virtual_time_ns", first_timeout}}}};
+    if (!swallowed.empty()) result.details["swallowed_errors"] = swallowed;
     return result;
   }
   std::string decision_line;
   nlohmann::json divergence = FirstDivergentDecision(run, &decision_line);
   result.verdict = Verdict::kHang;
   result.summary = absl::StrFormat(
-      "ranks %s wait on each other with no way forward%s", RankRanges(blocked),
+      "ranks %s wait on each other with no way forward%s%s", RankRanges(blocked),
       decision_line.empty() ? ""
-                            : absl::StrFormat("; first divergent decision: %s", decision_line));
+                            : absl::StrFormat("; first divergent decision: %s", decision_line),
+      swallowed_line.empty() ? "" : absl::StrFormat("; %s", swallowed_line));
   result.details = {{"blocked", waits},
                     {"first_divergent_decision", divergence},
                     {"dead_ranks", dead},
                     {"would_fire",
                      {{"what", first_timeout_kind},
                       {"rank", first_timeout_rank},
-                      {"virtual_time_ns", first_timeout}}}};
+                      {"virtual_time_ns", first_timeout}}},
+                    {"swallowed_errors", swallowed}};
   return result;
 }
 

@@ -104,6 +104,8 @@ struct FaultSpec {
   std::vector<int> ranks;
   int64_t at_call = -1;  // the rank's n-th all-reduce call (0-based), -1: any
   int64_t at_step = -1;
+  int64_t at_layer = -1;  // the n-th layer of the model (0-based), -1: any
+  std::string at_site;    // a call-site kind (SiteKindName: "moe"), "": any
   std::map<std::string, std::string> params;
   int line = 0;  // where it was declared
 };

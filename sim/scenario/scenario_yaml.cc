@@ -572,6 +572,14 @@ absl::Status ParseFaults(const Reader& r, const YAML::Node& n, int world,
         LS_RETURN_IF_ERROR(r.Int(f, key, "at_call", &spec.at_call, 0, int64_t{1} << 40));
       } else if (k == "at_step") {
         LS_RETURN_IF_ERROR(r.Int(f, key, "at_step", &spec.at_step, 0, int64_t{1} << 40));
+      } else if (k == "at_layer") {
+        LS_RETURN_IF_ERROR(r.Int(f, key, "at_layer", &spec.at_layer, 0, int64_t{1} << 40));
+      } else if (k == "at_site") {
+        if (!kv.second.IsScalar()) {
+          return r.Error(kv.second, path, "expected a call-site name (attn_out, moe, ...)");
+        }
+        LS_RETURN_IF_ERROR(r.Utf8(kv.second, path));
+        spec.at_site = kv.second.Scalar();
       } else {
         if (!kv.second.IsScalar()) return r.Error(kv.second, path, "expected a scalar parameter");
         LS_RETURN_IF_ERROR(r.Utf8(kv.second, path));
@@ -799,6 +807,8 @@ std::string ScenarioToYaml(const Scenario& s) {
       if (!f.ranks.empty()) out << YAML::Key << "ranks" << YAML::Value << YAML::Flow << f.ranks;
       if (f.at_call >= 0) out << YAML::Key << "at_call" << YAML::Value << f.at_call;
       if (f.at_step >= 0) out << YAML::Key << "at_step" << YAML::Value << f.at_step;
+      if (f.at_layer >= 0) out << YAML::Key << "at_layer" << YAML::Value << f.at_layer;
+      if (!f.at_site.empty()) out << YAML::Key << "at_site" << YAML::Value << f.at_site;
       for (const auto& [k, v] : f.params) out << YAML::Key << k << YAML::Value << v;
       out << YAML::EndMap;
     }

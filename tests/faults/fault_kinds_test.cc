@@ -3,6 +3,9 @@
 
 #include "faults/fault_kinds.h"
 
+#include <unistd.h>
+
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -10,6 +13,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "faults/fault_injector.h"
 #include "faults/mutants.h"
 #include "faults/runner.h"
 #include "gmock/gmock.h"
@@ -40,15 +44,15 @@ TEST(FaultKindsTest, EveryKindHonoursExactlyTheseKeys) {
       {"stale_workspace_binding", {"workspace"}},
       {"both_moe_groups_tagged", {}},
       {"tp_group_tagged", {}},
-      {"kernel_launch_failure", {"at_call", "at_step"}},
-      {"illegal_address", {"at_call", "at_step"}},
-      {"rank_killed", {"at_call", "at_step"}},
+      {"kernel_launch_failure", {"at_call", "at_step", "at_layer", "at_site"}},
+      {"illegal_address", {"at_call", "at_step", "at_layer", "at_site"}},
+      {"rank_killed", {"at_call", "at_step", "at_layer", "at_site"}},
       {"straggler", {"at_step", "delay_us"}},
       {"lost_write", {"epoch"}},
       {"late_write", {"steps"}},
       {"uncleared_buffer", {"epoch"}},
-      {"negative_zero_inputs", {"at_call", "at_step"}},
-      {"negative_subnormal_inputs", {"at_call", "at_step"}},
+      {"negative_zero_inputs", {"at_call", "at_step", "at_layer", "at_site"}},
+      {"negative_subnormal_inputs", {"at_call", "at_step", "at_layer", "at_site"}},
       {"sm_count_divergence", {"at_step", "sm_count"}},
       {"fp32_acc_env", {"at_step"}},
       {"workspace_alloc_failure", {}},
@@ -97,7 +101,10 @@ TEST(FaultKindsTest, EachStageHasItsEffectAndGpusInjectWhatActsOutsideTheMemoryM
 
 // A scenario file with one fault entry, run through the command line.
 int RunSim(const std::string& fault, std::string* err) {
-  const std::string path = lockstep::testing::ScratchDir() + "/fault_key.yaml";
+  // One file per process: ctest runs each test in its own process, in
+  // parallel, and other checkouts' tests share the scratch directory.
+  const std::string path =
+      lockstep::testing::ScratchDir() + "/fault_key-" + std::to_string(getpid()) + ".yaml";
   {
     std::ofstream out(path);
     out << "version: 1\nname: fault-key\nhardware: h200x8\nparallel: {tp: 4}\n"
@@ -108,6 +115,7 @@ int RunSim(const std::string& fault, std::string* err) {
   const std::vector<std::string> argv = {"lockstep", "sim", path};
   const int code = cli::Main(argv, o, e);
   *err = e.str();
+  std::filesystem::remove(path);
   return code;
 }
 
@@ -121,6 +129,38 @@ TEST(FaultKindsTest, AnUnhonouredKeyExitsTwoNamingTheKeyAndTheLine) {
   EXPECT_THAT(err, HasSubstr("at_step: fault 'workspace_alloc_failure' does not honour this key"));
   EXPECT_EQ(RunSim("{kind: kernel_launch_failure, ranks: [1], epoch: 2}", &err), cli::kExitUsage);
   EXPECT_THAT(err, HasSubstr("epoch: fault 'kernel_launch_failure' has no parameter 'epoch'"));
+}
+
+// Layer and site placement: honoured by call and input faults only; a typo,
+// a layer past the model's, at_call beside them, or a place the rank never
+// calls is refused with the key before anything runs.
+TEST(FaultKindsTest, LayerAndSitePlacementIsRefusedWhereItCannotFire) {
+  std::string err;
+  EXPECT_EQ(RunSim("{kind: lost_write, ranks: [1], at_site: attn_out}", &err), cli::kExitUsage);
+  EXPECT_THAT(err, HasSubstr(":8: faults: at_site: fault 'lost_write' does not honour this key"));
+  EXPECT_EQ(RunSim("{kind: capacity_view, ranks: [1], at_layer: 1}", &err), cli::kExitUsage);
+  EXPECT_THAT(err, HasSubstr("at_layer: fault 'capacity_view' does not honour this key"));
+  EXPECT_THAT(err, HasSubstr("(it takes: ranks, at_step, max_tokens; stage: local state)"));
+  EXPECT_EQ(RunSim("{kind: straggler, ranks: [1], at_site: attn_out}", &err), cli::kExitUsage);
+  EXPECT_THAT(err, HasSubstr("at_site: fault 'straggler' does not honour this key"));
+  EXPECT_EQ(RunSim("{kind: kernel_launch_failure, ranks: [1], at_site: atn_out}", &err),
+            cli::kExitUsage);
+  EXPECT_THAT(err, HasSubstr(":8: faults: at_site: fault 'kernel_launch_failure' names no call "
+                             "site 'atn_out'; did you mean 'attn_out'?"));
+  EXPECT_EQ(RunSim("{kind: kernel_launch_failure, ranks: [1], at_layer: 2}", &err),
+            cli::kExitUsage);
+  EXPECT_THAT(err, HasSubstr(":8: faults[0].at_layer: layer 2 is past the model's last layer (it "
+                             "runs 2: layers 0 to 1); the fault would never fire"));
+  EXPECT_EQ(RunSim("{kind: kernel_launch_failure, ranks: [1], at_call: 1, at_site: attn_out}",
+                   &err),
+            cli::kExitUsage);
+  EXPECT_THAT(err, HasSubstr("at_call: fault 'kernel_launch_failure' is placed by at_site too"));
+  // A dense model has no MoE reduction: the fault would never fire.
+  EXPECT_EQ(RunSim("{kind: kernel_launch_failure, ranks: [1], at_step: 1, at_site: moe}", &err),
+            cli::kExitUsage);
+  EXPECT_THAT(err, HasSubstr("faults[0].at_site: rank 1 makes no all-reduce at step 1 moe under "
+                             "policy reference (its call sites there: "));
+  EXPECT_THAT(err, HasSubstr("attn_out"));
 }
 
 TEST(FaultKindsTest, AFaultPlacedPastTheLastStepIsRefused) {
@@ -157,6 +197,103 @@ TEST(FaultKindsTest, ACallFaultPlacedAtAStepFiresAtThatStep) {
   const SimResult sticky = SimulateFault("{kind: illegal_address, ranks: [0], at_step: 2}");
   ASSERT_EQ(sticky.verdict, Verdict::kFailStop) << sticky.summary;
   EXPECT_EQ(sticky.details["site"], "step 2 embedding");
+}
+
+// "at_step: 1, at_layer: 1, at_site: attn_out" is one call: the error is
+// raised there, and the report names it.
+TEST(FaultKindsTest, ACallFaultPlacedAtAStepLayerAndSiteFiresAtThatCall) {
+  const SimResult r = SimulateFault(
+      "{kind: kernel_launch_failure, ranks: [2], at_step: 1, at_layer: 1, at_site: attn_out}");
+  ASSERT_EQ(r.verdict, Verdict::kFailStop) << r.summary;
+  EXPECT_EQ(r.details["site"], "step 1 layer 1 attn_out") << r.summary;
+  EXPECT_EQ(r.details["rank"], 2);
+  // Without a step: the first call at that layer and site.
+  const SimResult site = SimulateFault("{kind: kernel_launch_failure, ranks: [1], at_site: "
+                                       "dense_deferred}");
+  ASSERT_EQ(site.verdict, Verdict::kFailStop) << site.summary;
+  EXPECT_EQ(site.details["site"], "step 0 layer 1 dense_deferred") << site.summary;
+  // A layer alone: its first call.
+  const SimResult layer =
+      SimulateFault("{kind: illegal_address, ranks: [3], at_step: 2, at_layer: 1}");
+  ASSERT_EQ(layer.verdict, Verdict::kFailStop) << layer.summary;
+  EXPECT_EQ(layer.details["site"], "step 2 layer 1 dense_deferred") << layer.summary;
+  // A rank killed there never makes the call.
+  const SimResult killed =
+      SimulateFault("{kind: rank_killed, ranks: [1], at_step: 1, at_layer: 0, at_site: attn_out}");
+  ASSERT_EQ(killed.verdict, Verdict::kFailStop) << killed.summary;
+  EXPECT_THAT(killed.summary, HasSubstr("dead rank 1"));
+}
+
+// On a MoE model, "at_step: 1, at_layer: 3, at_site: moe" is the
+// post-experts reduction of layer 3 in step 1.
+TEST(FaultKindsTest, AFaultPlacedAtAMoeSiteFiresAtThatReduction) {
+  absl::StatusOr<Scenario> s = ParseScenario(
+      "version: 1\nname: placed-moe\nhardware: h200x8\nparallel: {tp: 8, ep: 4}\n"
+      "model: deepseek-v3\ndispatch: {fused_backend: true, max_tokens: 256}\n"
+      "workload: {steps: 2, tokens: [1, 64], layers: 5}\nfaults:\n"
+      "  - {kind: kernel_launch_failure, ranks: [6], at_step: 1, at_layer: 3, at_site: moe}\n",
+      "placed-moe.yaml", Topologies());
+  ASSERT_TRUE(s.ok()) << s.status();
+  const PolicyRegistry registry = MakePolicyRegistry();
+  absl::StatusOr<SimResult> r = SimulateWithFaults(*s, SimOptions{}, registry);
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_EQ(r->verdict, Verdict::kFailStop) << r->summary;
+  EXPECT_EQ(r->details["site"], "step 1 layer 3 moe") << r->summary;
+  EXPECT_EQ(r->details["rank"], 6);
+  // The placement survives a report: written out and read back.
+  absl::StatusOr<Scenario> again = ParseScenario(ScenarioToYaml(*s), "again.yaml", Topologies());
+  ASSERT_TRUE(again.ok()) << again.status();
+  ASSERT_EQ(again->faults.size(), 1u);
+  EXPECT_EQ(again->faults[0].at_step, 1);
+  EXPECT_EQ(again->faults[0].at_layer, 3);
+  EXPECT_EQ(again->faults[0].at_site, "moe");
+}
+
+// Placed by site, a one-shot fault strikes each rank once: at the first call
+// there, not at a second call at the same site (a fallback, the second part
+// of a plan). An input fault holds from that call on.
+TEST(FaultKindsTest, AFaultPlacedBySiteStrikesEachRankAtItsFirstCallThere) {
+  absl::StatusOr<Scenario> s = ParseScenario(
+      "version: 1\nname: placed\nhardware: h200x8\nparallel: {tp: 4}\nmodel: llama-3-70b\n"
+      "dispatch: {fused_backend: true, max_tokens: 256}\n"
+      "workload: {steps: 3, tokens: [4], layers: 2}\n",
+      "placed.yaml", Topologies());
+  ASSERT_TRUE(s.ok()) << s.status();
+  absl::StatusOr<ParallelLayout> layout = ParallelLayout::Build(s->parallel);
+  ASSERT_TRUE(layout.ok());
+  FaultSpec error;
+  error.kind = "kernel_launch_failure";
+  error.ranks = {1, 2};
+  error.at_step = 1;
+  error.at_site = "attn_out";
+  FaultSpec input;
+  input.kind = "negative_zero_inputs";
+  input.ranks = {1};
+  input.at_layer = 1;
+  absl::StatusOr<std::unique_ptr<FaultInjector>> plan =
+      FaultInjector::Create(*s, *layout, {error, input});
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  FaultInjector& f = **plan;
+  const DecisionRecord record;
+  auto at = [](int64_t call, int step, int layer, SiteKind kind) {
+    return CallPlace{call, step, 0, SiteRef{step, layer, kind}};
+  };
+  // Step 0's attention output: not placed there.
+  EXPECT_TRUE(f.BeforeBackendCall(1, at(1, 0, 0, SiteKind::kAttnOut), record).ok());
+  // Step 1, layer 0: the first attn_out of the step raises, on each rank.
+  EXPECT_FALSE(f.BeforeBackendCall(1, at(6, 1, 0, SiteKind::kAttnOut), record).ok());
+  EXPECT_FALSE(f.BeforeBackendCall(2, at(6, 1, 0, SiteKind::kAttnOut), record).ok());
+  // A fallback at the same site (the next call) and layer 1's attn_out do not.
+  EXPECT_TRUE(f.BeforeBackendCall(1, at(7, 1, 0, SiteKind::kAttnOut), record).ok());
+  EXPECT_TRUE(f.BeforeBackendCall(1, at(9, 1, 1, SiteKind::kAttnOut), record).ok());
+  // Rank 3 is not struck.
+  EXPECT_TRUE(f.BeforeBackendCall(3, at(6, 1, 0, SiteKind::kAttnOut), record).ok());
+  // The input fault: nothing before layer 1, then every input from there on.
+  EXPECT_EQ(f.InputFlags(1, at(1, 0, 0, SiteKind::kAttnOut)), 0);
+  EXPECT_NE(f.InputFlags(1, at(3, 0, 1, SiteKind::kAttnOut)), 0);
+  EXPECT_NE(f.InputFlags(1, at(4, 0, 1, SiteKind::kDenseDeferred)), 0);
+  EXPECT_NE(f.InputFlags(1, at(5, 1, 0, SiteKind::kAttnOut)), 0);
+  EXPECT_EQ(f.InputFlags(0, at(5, 1, 0, SiteKind::kAttnOut)), 0);
 }
 
 TEST(FaultKindsTest, ARankKilledAtAStepNeverMakesThatStepsCalls) {

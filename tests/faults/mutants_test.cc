@@ -54,6 +54,52 @@ TEST(MutantsTest, SwallowedKernelErrorTurnsAFailStopIntoAHang) {
   ASSERT_TRUE(mutant.ok());
   EXPECT_EQ(mutant->verdict, Verdict::kHang);
   EXPECT_THAT(mutant->summary, HasSubstr("rank 3 chose nccl"));
+  // The hang names the error rank 3 swallowed, where, and what it did instead.
+  EXPECT_THAT(mutant->summary,
+              HasSubstr("; rank 3 swallowed 'CUDA error: unspecified launch failure (all-reduce "
+                        "call 5 on rank 3)' from its fused all-reduce at step 0 layer 2 attn_out "
+                        "and fell back to nccl"));
+  const nlohmann::json& swallowed = mutant->details["swallowed_errors"];
+  ASSERT_EQ(swallowed.size(), 1u) << swallowed.dump();
+  EXPECT_EQ(swallowed[0]["rank"], 3);
+  EXPECT_EQ(swallowed[0]["call"], 5);
+  EXPECT_EQ(swallowed[0]["group"], "tp");
+  EXPECT_EQ(swallowed[0]["site"], "step 0 layer 2 attn_out");
+  EXPECT_EQ(swallowed[0]["backend"], "fused");
+  EXPECT_EQ(swallowed[0]["fell_back_to"], "nccl");
+  EXPECT_THAT(swallowed[0]["error"].get<std::string>(),
+              HasSubstr("CUDA error: unspecified launch failure"));
+  // The reference swallows nothing: the error is the run's finding.
+  EXPECT_FALSE(reference->details.contains("swallowed_errors")) << reference->details.dump();
+}
+
+// The same on a hybrid EP+TP layout, with the failure placed by site: the
+// hang report names the post-experts reduction whose error was swallowed.
+TEST(MutantsTest, ASwallowedErrorIsNamedAtTheSiteItWasPlaced) {
+  absl::StatusOr<std::vector<Scenario>> s =
+      LoadScenarios(Topologies() + "/scenarios/faults/tp8-ep4-kernel-launch-failure.yaml");
+  ASSERT_TRUE(s.ok());
+  Scenario scenario = s->front();
+  ASSERT_EQ(scenario.faults.size(), 1u);
+  scenario.faults[0].at_call = -1;
+  scenario.faults[0].at_step = 1;
+  scenario.faults[0].at_layer = 3;
+  scenario.faults[0].at_site = "moe";
+  const PolicyRegistry registry = MakePolicyRegistry();
+  SimOptions o;
+  o.policy = "swallow-kernel-error";
+  absl::StatusOr<SimResult> r = SimulateWithFaults(scenario, o, registry);
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_EQ(r->verdict, Verdict::kHang) << r->summary;
+  EXPECT_THAT(r->summary, HasSubstr("; rank 6 swallowed 'CUDA error: unspecified launch failure"));
+  EXPECT_THAT(r->summary,
+              HasSubstr("from its fused all-reduce at step 1 layer 3 moe and fell back to nccl"));
+  const nlohmann::json& swallowed = r->details["swallowed_errors"];
+  ASSERT_EQ(swallowed.size(), 1u) << swallowed.dump();
+  EXPECT_EQ(swallowed[0]["rank"], 6);
+  EXPECT_EQ(swallowed[0]["site"], "step 1 layer 3 moe");
+  // The first divergent decision is that call too.
+  EXPECT_EQ(r->details["first_divergent_decision"]["site"], "step 1 layer 3 moe") << r->summary;
 }
 
 }  // namespace
