@@ -48,12 +48,9 @@ int RunCheckLog(std::span<const std::string> args, std::ostream& out, std::ostre
     return kExitUsage;
   }
   if (json) {
-    const nlohmann::json j = {{"diverged", check->diverged},
-                              {"summary", check->summary},
-                              {"details", check->details},
-                              {"ranks", logs->size()},
-                              {"calls", check->calls},
-                              {"groups", check->groups}};
+    const nlohmann::json j = {{"diverged", check->diverged}, {"summary", check->summary},
+                              {"details", check->details},   {"ranks", logs->size()},
+                              {"calls", check->calls},       {"groups", check->groups}};
     out << j.dump(2) << "\n";
   } else {
     out << (check->diverged ? "diverged: " : "agree: ") << check->summary << "\n";

@@ -7,9 +7,9 @@
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
-#include <memory>
 #include <iostream>
 #include <limits>
+#include <memory>
 
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -166,9 +166,9 @@ absl::Status WriteBundles(const std::string& dir, const std::string& verb,
     absl::StatusOr<nlohmann::json> bundle =
         faults::MakeReplayBundle(scenarios[group.scenario], options, group);
     if (!bundle.ok()) return bundle.status();
-    const std::string path =
-        (std::filesystem::path(dir) / faults::BundleFileName(g + 1, scenarios[group.scenario], group))
-            .string();
+    const std::string path = (std::filesystem::path(dir) /
+                              faults::BundleFileName(g + 1, scenarios[group.scenario], group))
+                                 .string();
     if (absl::Status s = WriteOutputFile(path, bundle->dump(2) + "\n"); !s.ok()) return s;
     err << absl::StrFormat("lockstep %s: replay bundle of failure %d: lockstep replay %s\n", verb,
                            g + 1, path);
@@ -178,7 +178,7 @@ absl::Status WriteBundles(const std::string& dir, const std::string& verb,
 
 // A progress line on a terminal, for explorations that run over a second.
 std::function<void(const faults::ExploreProgress&)> ProgressLine(std::ostream& err,
-                                                                  const faults::ExploreOptions& o) {
+                                                                 const faults::ExploreOptions& o) {
   const auto start = std::chrono::steady_clock::now();
   const std::optional<double> budget =
       o.budget.count() > 0 ? std::optional<double>(static_cast<double>(o.budget.count()))
@@ -319,8 +319,8 @@ int RunExplore(std::span<const std::string> args, std::ostream& out, std::ostrea
               : faults::ShardSize(faults::ExplorationSize(scenarios->size(), options),
                                   options.shard_index, options.shard_count);
     const uint64_t kept = runs > ~uint64_t{0} / kOutcomeBytes ? ~uint64_t{0} : runs * kOutcomeBytes;
-    const uint64_t jobs = std::max<uint64_t>(
-        1, std::min<uint64_t>(static_cast<uint64_t>(options.jobs), runs));
+    const uint64_t jobs =
+        std::max<uint64_t>(1, std::min<uint64_t>(static_cast<uint64_t>(options.jobs), runs));
     uint64_t fit = 0;
     absl::Status st = CheckRunsFit(
         *scenarios, run_options, jobs, kept,
@@ -368,14 +368,12 @@ int RunExplore(std::span<const std::string> args, std::ostream& out, std::ostrea
                              out_dir, ec.message());
       return kExitUsage;
     }
-    const std::string file =
-        (std::filesystem::path(out_dir) /
-         faults::ShardFileName(options.shard_index, options.shard_count))
-            .string();
-    if (absl::Status s = WriteOutputFile(file,
-                                         [&](std::ostream& o) {
-                                           faults::WriteResultFile(o, *scenarios, options, *result);
-                                         });
+    const std::string file = (std::filesystem::path(out_dir) /
+                              faults::ShardFileName(options.shard_index, options.shard_count))
+                                 .string();
+    if (absl::Status s = WriteOutputFile(
+            file,
+            [&](std::ostream& o) { faults::WriteResultFile(o, *scenarios, options, *result); });
         !s.ok()) {
       err << "lockstep explore: " << s.message() << "\n";
       return kExitUsage;
@@ -473,8 +471,8 @@ int RunMerge(std::span<const std::string> args, std::ostream& out, std::ostream&
     if (!std::filesystem::is_directory(dir, ec)) dir = dir.parent_path();
     bundles = dir.empty() ? std::filesystem::path(".") : dir;
   }
-  if (absl::Status s = WriteBundles(bundles, "merge", merged->scenarios, merged->options,
-                                    merged->result, err);
+  if (absl::Status s =
+          WriteBundles(bundles, "merge", merged->scenarios, merged->options, merged->result, err);
       !s.ok()) {
     err << "lockstep merge: " << s.message() << "\n";
     return kExitUsage;
@@ -486,9 +484,9 @@ int RunReplay(std::span<const std::string> args, std::ostream& out, std::ostream
   std::string path;
   FlagParser flags("lockstep replay");
   std::string max_memory;
-  flags.AddPositional("REPORT", &path,
-                      "a JSON report (lockstep sim --report) or replay bundle (explore --out, merge)",
-                      true);
+  flags.AddPositional(
+      "REPORT", &path,
+      "a JSON report (lockstep sim --report) or replay bundle (explore --out, merge)", true);
   flags.AddString("max-memory", &max_memory, kMaxMemoryHelp);
   if (absl::Status s = flags.Parse(args); !s.ok()) return Usage(err, "replay", s, flags);
   if (flags.help_requested()) {

@@ -17,7 +17,8 @@ int RunImport(std::span<const std::string> args, std::ostream& out, std::ostream
   const auto dash = std::find(args.begin(), args.end(), std::string("--"));
   const std::span<const std::string> ours(args.begin(), dash);
   const std::span<const std::string> theirs =
-      dash == args.end() ? std::span<const std::string>() : std::span<const std::string>(dash + 1, args.end());
+      dash == args.end() ? std::span<const std::string>()
+                         : std::span<const std::string>(dash + 1, args.end());
   std::string engine, out_path;
   ImportOptions options;
   FlagParser flags("lockstep import");
@@ -29,7 +30,8 @@ int RunImport(std::span<const std::string> args, std::ostream& out, std::ostream
                   "the catalogue model of that name)");
   flags.AddString("name", &options.name, "the scenario's name");
   flags.AddString("out", &out_path, "write the scenario here instead of stdout");
-  flags.AddString("catalogue", &options.catalogue, "catalogue directory (hardware/, models/, import/)");
+  flags.AddString("catalogue", &options.catalogue,
+                  "catalogue directory (hardware/, models/, import/)");
   if (absl::Status s = flags.Parse(ours); !s.ok()) {
     err << "lockstep import: " << s.message() << "\n" << flags.Usage();
     return kExitUsage;

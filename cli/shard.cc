@@ -27,9 +27,9 @@ absl::StatusOr<uint64_t> EnvCount(const EnvLookup& env, const char* name) {
   }
   const std::optional<uint64_t> v = ParseCount(*value);
   if (!v) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "%s=%s is not an integer >= 0; unset it, or give --shard I/N, which wins", name,
-        QuoteBytes(*value)));
+    return absl::InvalidArgumentError(
+        absl::StrFormat("%s=%s is not an integer >= 0; unset it, or give --shard I/N, which wins",
+                        name, QuoteBytes(*value)));
   }
   return *v;
 }
@@ -65,8 +65,7 @@ absl::StatusOr<ShardSpec> ResolveShard(std::string_view shard_flag, bool shard_s
   ShardSpec s;
   if (shard_set) {
     if (count_set) {
-      return absl::InvalidArgumentError(
-          "--shard I/N already gives the count; drop --shard-count");
+      return absl::InvalidArgumentError("--shard I/N already gives the count; drop --shard-count");
     }
     const size_t slash = shard_flag.find('/');
     const std::optional<uint64_t> index =
@@ -102,9 +101,8 @@ absl::StatusOr<ShardSpec> ResolveShard(std::string_view shard_flag, bool shard_s
       if (!count.ok()) return count.status();
       s.count = *count;
     }
-    s.source = absl::StrFormat("SLURM_ARRAY_TASK_ID=%d - SLURM_ARRAY_TASK_MIN=%d, %s=%d", *id,
-                               *min, count_set ? "--shard-count" : "SLURM_ARRAY_TASK_COUNT",
-                               s.count);
+    s.source = absl::StrFormat("SLURM_ARRAY_TASK_ID=%d - SLURM_ARRAY_TASK_MIN=%d, %s=%d", *id, *min,
+                               count_set ? "--shard-count" : "SLURM_ARRAY_TASK_COUNT", s.count);
   } else if (env("JOB_COMPLETION_INDEX")) {
     absl::StatusOr<uint64_t> index = EnvCount(env, "JOB_COMPLETION_INDEX");
     if (!index.ok()) return index.status();

@@ -299,16 +299,14 @@ absl::StatusOr<ExploreResult> Explore(const std::vector<Scenario>& scenarios,
     return registry.Create(options.policy).status();
   }
   if (options.shard_count == 0 || options.shard_index >= options.shard_count) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "shard %d of %d does not exist: the index must be below the count", options.shard_index,
-        options.shard_count));
+    return absl::InvalidArgumentError(
+        absl::StrFormat("shard %d of %d does not exist: the index must be below the count",
+                        options.shard_index, options.shard_count));
   }
   const bool timed = options.budget.count() > 0;
   std::atomic<size_t> failures{0};
   // Item k of this shard's j-th run.
-  auto item_of = [&](size_t j) {
-    return options.shard_index + options.shard_count * j;
-  };
+  auto item_of = [&](size_t j) { return options.shard_index + options.shard_count * j; };
   // One run; the outcome, or the error that stopped it.
   auto run_one = [&](uint64_t k, SeedOutcome& out) -> absl::Status {
     const ExploreItem item = ItemAt(k, scenarios.size(), options);
@@ -328,8 +326,8 @@ absl::StatusOr<ExploreResult> Explore(const std::vector<Scenario>& scenarios,
     if (!r.ok()) return r.status();
     out.verdict = r->verdict;
     out.trace_hash = r->trace_hash;
-    out.acceptable = options.swarm ? Contains(AcceptableVerdicts(*s), r->verdict)
-                                   : AsExpected(*s, r->verdict);
+    out.acceptable =
+        options.swarm ? Contains(AcceptableVerdicts(*s), r->verdict) : AsExpected(*s, r->verdict);
     if (!out.acceptable) {
       out.summary = r->summary;
       out.policy = r->policy;
@@ -341,8 +339,8 @@ absl::StatusOr<ExploreResult> Explore(const std::vector<Scenario>& scenarios,
   std::function<void(size_t)> progress;
   std::vector<SeedOutcome> outcomes;
   if (!timed) {
-    const uint64_t runs = ShardSize(ExplorationSize(scenarios.size(), options),
-                                    options.shard_index, options.shard_count);
+    const uint64_t runs = ShardSize(ExplorationSize(scenarios.size(), options), options.shard_index,
+                                    options.shard_count);
     if (options.progress) {
       progress = [&](size_t done) { options.progress({done, runs, failures.load()}); };
     }
@@ -387,8 +385,7 @@ absl::StatusOr<ExploreResult> Explore(const std::vector<Scenario>& scenarios,
       progress,
       [&] {
         return std::chrono::steady_clock::now() >= deadline ||
-               (options.stop_on_failure && failures.load() > 0) ||
-               failed_to_run.load();
+               (options.stop_on_failure && failures.load() > 0) || failed_to_run.load();
       });
   if (!error.ok()) return error;
   if (options.stop_on_failure) {
@@ -438,10 +435,10 @@ std::string BudgetText(std::chrono::seconds budget) {
 std::string ExplorationText(size_t num_scenarios, const ExploreResult& result,
                             const ExploreOptions& options) {
   if (options.budget.count() > 0) {
-    return absl::StrFormat("%d scenario(s), %d run(s) of random seeds from root seed %d (--for %s%s)",
-                           num_scenarios, result.outcomes.size(), options.root_seed,
-                           BudgetText(options.budget),
-                           options.stop_on_failure ? ", stopping at the first failure" : "");
+    return absl::StrFormat(
+        "%d scenario(s), %d run(s) of random seeds from root seed %d (--for %s%s)", num_scenarios,
+        result.outcomes.size(), options.root_seed, BudgetText(options.budget),
+        options.stop_on_failure ? ", stopping at the first failure" : "");
   }
   return absl::StrFormat("%d scenario(s) x %d seed(s) from seed %d", num_scenarios, options.seeds,
                          options.start);
@@ -457,8 +454,9 @@ std::string FormatExploreSummary(const std::vector<Scenario>& scenarios,
       options.policy.empty() ? "as declared" : options.policy, options.schedule);
   if (options.shard_count > 1) {
     absl::StrAppendFormat(
-        &out, "shard %d of %d: %d run(s), items k with k mod %d = %d; lockstep merge combines the "
-              "shards\n",
+        &out,
+        "shard %d of %d: %d run(s), items k with k mod %d = %d; lockstep merge combines the "
+        "shards\n",
         options.shard_index, options.shard_count, result.outcomes.size(), options.shard_count,
         options.shard_index);
   }

@@ -662,10 +662,10 @@ absl::Status ValidateFault(const Scenario& s, const ParallelLayout& layout, cons
   for (FaultKey k : kind->keys) accepted.push_back(FaultKeyName(k));
   for (const FaultParam& p : kind->params) accepted.push_back(p.name);
   const std::string honoured = absl::StrFormat("it takes: %s", JoinNames(accepted));
-  for (const auto& [key, given] : {std::pair{FaultKey::kAtCall, f.at_call >= 0},
-                                   std::pair{FaultKey::kAtStep, f.at_step >= 0},
-                                   std::pair{FaultKey::kAtLayer, f.at_layer >= 0},
-                                   std::pair{FaultKey::kAtSite, !f.at_site.empty()}}) {
+  for (const auto& [key, given] :
+       {std::pair{FaultKey::kAtCall, f.at_call >= 0}, std::pair{FaultKey::kAtStep, f.at_step >= 0},
+        std::pair{FaultKey::kAtLayer, f.at_layer >= 0},
+        std::pair{FaultKey::kAtSite, !f.at_site.empty()}}) {
     if (given && !kind->Honours(key)) {
       return absl::InvalidArgumentError(
           absl::StrFormat("%s: %s: fault '%s' does not honour this key (%s; stage: %s)", where,

@@ -187,8 +187,8 @@ absl::StatusOr<SeedOutcome> ParseRecord(const nlohmann::json& j, const ShardFile
   o.acceptable = j["acceptable"].get<bool>();
   absl::StatusOr<Verdict> verdict = ParseVerdict(j["verdict"].get<std::string>());
   if (!verdict.ok()) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "verdict %s is not a verdict lockstep gives", QuoteBytes(j["verdict"].get<std::string>())));
+    return absl::InvalidArgumentError(absl::StrFormat("verdict %s is not a verdict lockstep gives",
+                                                      QuoteBytes(j["verdict"].get<std::string>())));
   }
   o.verdict = *verdict;
   const std::optional<uint64_t> hash = ParseTraceHash(j["trace_hash"]);
@@ -209,9 +209,9 @@ absl::StatusOr<SeedOutcome> ParseRecord(const nlohmann::json& j, const ShardFile
   }
   const ExploreOptions& options = file.options;
   if (o.index % options.shard_count != options.shard_index) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "run %d belongs to shard %d of %d, not to this file's shard %d", o.index,
-        o.index % options.shard_count, options.shard_count, options.shard_index));
+    return absl::InvalidArgumentError(
+        absl::StrFormat("run %d belongs to shard %d of %d, not to this file's shard %d", o.index,
+                        o.index % options.shard_count, options.shard_count, options.shard_index));
   }
   if (options.budget.count() == 0 && o.index >= ExplorationSize(file.scenarios.size(), options)) {
     return absl::InvalidArgumentError(
@@ -226,10 +226,10 @@ absl::StatusOr<SeedOutcome> ParseRecord(const nlohmann::json& j, const ShardFile
   o.scenario = item.scenario;
   const std::string& name = file.scenarios[item.scenario].name;
   if (j["scenario"].get<std::string>() != name || o.seed != item.seed) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "run %d is %s seed %d, but this exploration's run %d is %s seed %d", o.index,
-        QuoteBytes(j["scenario"].get<std::string>()), o.seed, o.index, QuoteBytes(name),
-        item.seed));
+    return absl::InvalidArgumentError(
+        absl::StrFormat("run %d is %s seed %d, but this exploration's run %d is %s seed %d",
+                        o.index, QuoteBytes(j["scenario"].get<std::string>()), o.seed, o.index,
+                        QuoteBytes(name), item.seed));
   }
   return o;
 }
@@ -396,14 +396,13 @@ absl::StatusOr<ShardFile> ReadResultFile(const std::string& path) {
       file.shard_index = j["shard"]["index"].get<uint64_t>();
       file.shard_count = j["shard"]["count"].get<uint64_t>();
       if (file.shard_count == 0 || file.shard_index >= file.shard_count) {
-        return LineError(path, line,
-                         absl::StrFormat("shard %d of %d does not exist", file.shard_index,
-                                         file.shard_count));
+        return LineError(
+            path, line,
+            absl::StrFormat("shard %d of %d does not exist", file.shard_index, file.shard_count));
       }
       if (!j.contains("exploration")) return LineError(path, line, "the header has no exploration");
       file.exploration = j["exploration"];
-      if (absl::Status s =
-              ParseExploration(file.exploration, path, &file.scenarios, &file.options);
+      if (absl::Status s = ParseExploration(file.exploration, path, &file.scenarios, &file.options);
           !s.ok()) {
         return LineError(path, line, s.message());
       }
@@ -423,9 +422,8 @@ absl::StatusOr<ShardFile> ReadResultFile(const std::string& path) {
                                          file.outcomes.size()));
       }
       if (file.options.budget.count() == 0) {
-        const uint64_t expected =
-            ShardSize(ExplorationSize(file.scenarios.size(), file.options), file.shard_index,
-                      file.shard_count);
+        const uint64_t expected = ShardSize(ExplorationSize(file.scenarios.size(), file.options),
+                                            file.shard_index, file.shard_count);
         if (runs != expected) {
           return LineError(path, line,
                            absl::StrFormat("shard %d of %d has %d runs, not the %d it must have",
@@ -441,7 +439,8 @@ absl::StatusOr<ShardFile> ReadResultFile(const std::string& path) {
     file.outcomes.push_back(*std::move(o));
   }
   if (line == 0) {
-    return LineError(path, 1, "empty: not a result file (write one with lockstep explore --out DIR)");
+    return LineError(path, 1,
+                     "empty: not a result file (write one with lockstep explore --out DIR)");
   }
   if (!ended) {
     return LineError(path, line,
@@ -458,8 +457,7 @@ absl::StatusOr<MergedExploration> MergeShards(std::vector<ShardFile> shards) {
       return absl::InvalidArgumentError(absl::StrFormat(
           "mixed explorations: %s is shard %d of %d, %s shard %d of %d; merge the shards of one "
           "exploration (one --out directory per exploration)",
-          first.path, first.shard_index, first.shard_count, s.path, s.shard_index,
-          s.shard_count));
+          first.path, first.shard_index, first.shard_count, s.path, s.shard_index, s.shard_count));
     }
     if (s.exploration != first.exploration) {
       return absl::InvalidArgumentError(absl::StrFormat(
@@ -490,9 +488,8 @@ absl::StatusOr<MergedExploration> MergeShards(std::vector<ShardFile> shards) {
     }
   }
   if (!problems.empty()) {
-    return absl::InvalidArgumentError(
-        absl::StrFormat("the shards do not make up the exploration:\n  %s",
-                        absl::StrJoin(problems, "\n  ")));
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "the shards do not make up the exploration:\n  %s", absl::StrJoin(problems, "\n  ")));
   }
   MergedExploration merged;
   merged.scenarios = first.scenarios;

@@ -55,8 +55,7 @@ class SimHost {
       // watchdog's deadline (hw/hw_rank.cc AllGatherTokens).
       ctx_.Report(BoundedWaitFinding(
           rank_, nullptr,
-          protocol::PeerMissedDeadline("DP-attention token all-gather over " + comm->name()),
-          *at));
+          protocol::PeerMissedDeadline("DP-attention token all-gather over " + comm->name()), *at));
       return std::nullopt;
     }
     return counts;
@@ -133,8 +132,8 @@ class SimHost {
       ctx_.Report(BoundedWaitFinding(
           rank_, &site,
           protocol::WatchdogExpired(
-              op == RowCollective::kReduceScatter ? "reduce-scatter" : "all-gather",
-              comm->name(), std::nullopt, static_cast<uint64_t>(comm->WatchdogNs())),
+              op == RowCollective::kReduceScatter ? "reduce-scatter" : "all-gather", comm->name(),
+              std::nullopt, static_cast<uint64_t>(comm->WatchdogNs())),
           *at));
       return false;
     }

@@ -202,8 +202,8 @@ std::vector<std::vector<nlohmann::json>> DecisionLogOf(const SimRun& run) {
   std::vector<std::vector<nlohmann::json>> logs;
   for (size_t r = 0; r < run.ranks.size(); ++r) {
     std::vector<nlohmann::json>& log = logs.emplace_back();
-    log.push_back(DecisionLogHeader(static_cast<int>(r), layout.world_size(), "sim",
-                                    run.ctx.scenario.name));
+    log.push_back(
+        DecisionLogHeader(static_cast<int>(r), layout.world_size(), "sim", run.ctx.scenario.name));
     const CallLog* previous = nullptr;
     for (const CallLog& c : run.ranks[r].calls) {
       const bool again = previous != nullptr && previous->object == c.object &&

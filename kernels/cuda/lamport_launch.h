@@ -27,10 +27,10 @@ struct LamportStatus {
 
 // One rank's part of a launch.
 struct LamportRank {
-  int32_t rank = 0;                         // index in the workspace's peer set
-  const void* input = nullptr;              // [elems] of the element type
-  void* output = nullptr;                   // [elems]
-  void* my_buffers = nullptr;               // this rank's 3 receive buffers
+  int32_t rank = 0;             // index in the workspace's peer set
+  const void* input = nullptr;  // [elems] of the element type
+  void* output = nullptr;       // [elems]
+  void* my_buffers = nullptr;   // this rank's 3 receive buffers
   // Every peer's receive buffers, mapped here: a table of `world` entries in
   // device memory (the workspace's), so that the launch stays small at 72.
   void* const* peer_buffers = nullptr;

@@ -41,6 +41,7 @@
 #include "faults/mutants.h"
 #include "faults/runner.h"
 #include "nlohmann/json.hpp"
+#include "sim/report/decision_log.h"
 #include "sim/report/finding.h"
 #include "sim/report/layout_report.h"
 #include "sim/report/report.h"
@@ -48,7 +49,6 @@
 #include "sim/scenario/did_you_mean.h"
 #include "sim/scenario/scenario_yaml.h"
 #include "sim/scenario/serving_import.h"
-#include "sim/report/decision_log.h"
 #include "sim/simulation.h"
 
 #ifndef LOCKSTEP_SOURCE_TOPOLOGIES
@@ -153,9 +153,8 @@ nlohmann::json FromPython(nb::handle h, const std::string& where, int depth = 0)
     nlohmann::json out = nlohmann::json::object();
     for (auto [k, v] : nb::borrow<nb::dict>(h)) {
       if (!nb::isinstance<nb::str>(k)) {
-        throw Error(ErrorKind::kScenario,
-                    absl::StrFormat("%s: key %s is not a string", where,
-                                    nb::cast<std::string>(nb::repr(k))));
+        throw Error(ErrorKind::kScenario, absl::StrFormat("%s: key %s is not a string", where,
+                                                          nb::cast<std::string>(nb::repr(k))));
       }
       const std::string key = nb::cast<std::string>(k);
       out[key] = FromPython(v, where.empty() ? key : where + "." + key, depth + 1);
@@ -261,7 +260,8 @@ std::string& PackagedCatalogue() {
 
 bool IsCatalogue(const std::string& dir) {
   std::error_code ec;
-  return !dir.empty() && std::filesystem::is_directory(std::filesystem::path(dir) / "hardware", ec) &&
+  return !dir.empty() &&
+         std::filesystem::is_directory(std::filesystem::path(dir) / "hardware", ec) &&
          std::filesystem::is_directory(std::filesystem::path(dir) / "models", ec);
 }
 
@@ -294,7 +294,8 @@ Scenario ScenarioFromYaml(const std::string& text, const std::string& path,
 
 std::string DictToYaml(nb::handle data) {
   if (!nb::isinstance<nb::dict>(data)) {
-    throw Error(ErrorKind::kScenario, "<dict>: (top level): a scenario is a dict of keys to values");
+    throw Error(ErrorKind::kScenario,
+                "<dict>: (top level): a scenario is a dict of keys to values");
   }
   const nlohmann::json j = FromPython(data, "");
   YAML::Emitter out;
@@ -390,8 +391,8 @@ SimReport RunSimulation(const Scenario& scenario, uint64_t seed,
     absl::StatusOr<ParallelLayout> layout = ParallelLayout::Build(r.scenario.parallel);
     if (!layout.ok()) Raise(ErrorKind::kScenario, layout.status());
     const std::string what = r.scenario.path.empty() ? r.scenario.name : r.scenario.path;
-    if (absl::Status s = cli::CheckMemory(
-            what, EstimateRunMemory(r.scenario, *layout, r.options), 1, 0, "", budget);
+    if (absl::Status s = cli::CheckMemory(what, EstimateRunMemory(r.scenario, *layout, r.options),
+                                          1, 0, "", budget);
         !s.ok()) {
       Raise(ErrorKind::kBudget, s);
     }
@@ -440,14 +441,10 @@ struct ExploreReport {
     }
     nlohmann::json outcomes = nlohmann::json::array();
     for (const faults::SeedOutcome& o : result.outcomes) outcomes.push_back(Outcome(o));
-    return {{"start", options.start},
-            {"seeds", options.seeds},
-            {"swarm", options.swarm},
-            {"policy", options.policy},
-            {"schedule", options.schedule},
-            {"all_acceptable", result.all_acceptable},
-            {"scenarios", summaries},
-            {"outcomes", outcomes}};
+    return {{"start", options.start},       {"seeds", options.seeds},
+            {"swarm", options.swarm},       {"policy", options.policy},
+            {"schedule", options.schedule}, {"all_acceptable", result.all_acceptable},
+            {"scenarios", summaries},       {"outcomes", outcomes}};
   }
 };
 
@@ -597,8 +594,8 @@ struct Decision {
       if (!p) return std::nullopt;
       return std::string(PredicateName(*p));
     }
-    throw Error(ErrorKind::kConfig, absl::StrFormat("unknown backend '%s' (skip, fused, custom, nccl)",
-                                                    backend_name));
+    throw Error(ErrorKind::kConfig,
+                absl::StrFormat("unknown backend '%s' (skip, fused, custom, nccl)", backend_name));
   }
   nlohmann::json Json() const {
     return {{"policy", policy},
@@ -636,7 +633,7 @@ struct DecisionInputs {
   bool workspace_initialized = true;
   std::optional<std::vector<int>> workspace_peers;  // default: the group's
   int64_t workspace_max_tokens = 2048;
-  std::optional<int64_t> workspace_hidden;   // default: hidden
+  std::optional<int64_t> workspace_hidden;     // default: hidden
   std::optional<std::string> workspace_dtype;  // default: dtype
   int64_t workspace_generation = 0;
   std::optional<bool> norm_path;  // default: a trtllm/mnnvl backend and no attention DP
@@ -648,21 +645,33 @@ struct DecisionInputs {
   int64_t custom_generation = 2;
 };
 
-constexpr const char* kInputNames[] = {
-    "tokens",          "hidden",
-    "dtype",           "ndim",
-    "contiguous",      "pattern",
-    "norm_workspace",  "norm_fusable",
-    "tracing",         "graph_capture",
-    "hint",            "fusion_backend",
-    "fused_enabled",   "library_available",
-    "workspace_initialized", "workspace_peers",
-    "workspace_max_tokens",  "workspace_hidden",
-    "workspace_dtype", "workspace_generation",
-    "norm_path",       "norm_max_tokens",
-    "custom_available", "custom_max_bytes",
-    "full_nvlink",     "same_node",
-    "custom_generation"};
+constexpr const char* kInputNames[] = {"tokens",
+                                       "hidden",
+                                       "dtype",
+                                       "ndim",
+                                       "contiguous",
+                                       "pattern",
+                                       "norm_workspace",
+                                       "norm_fusable",
+                                       "tracing",
+                                       "graph_capture",
+                                       "hint",
+                                       "fusion_backend",
+                                       "fused_enabled",
+                                       "library_available",
+                                       "workspace_initialized",
+                                       "workspace_peers",
+                                       "workspace_max_tokens",
+                                       "workspace_hidden",
+                                       "workspace_dtype",
+                                       "workspace_generation",
+                                       "norm_path",
+                                       "norm_max_tokens",
+                                       "custom_available",
+                                       "custom_max_bytes",
+                                       "full_nvlink",
+                                       "same_node",
+                                       "custom_generation"};
 
 DecisionInputs ParseInputs(const nb::dict& d) {
   DecisionInputs in;
@@ -766,12 +775,12 @@ DecisionInputs ParseInputs(const nb::dict& d) {
     } else {
       throw Error(ErrorKind::kConfig,
                   absl::StrFormat("unknown decision input '%s'%s (known: %s)", key,
-                                  DidYouMean(key, names),
-                                  absl::StrJoin(kInputNames, ", ")));
+                                  DidYouMean(key, names), absl::StrJoin(kInputNames, ", ")));
     }
   }
   if (in.tokens < 0 || in.hidden < 0) {
-    throw Error(ErrorKind::kConfig, "inputs tokens and hidden are required (non-negative integers)");
+    throw Error(ErrorKind::kConfig,
+                "inputs tokens and hidden are required (non-negative integers)");
   }
   if (in.ndim < 1 || in.ndim > TensorDesc::kMaxDims) {
     throw Error(ErrorKind::kConfig, absl::StrFormat("input ndim: %d is out of range [1, %d]",
@@ -791,14 +800,14 @@ WorkspaceKind ParseWorkspaceKind(const std::string& name, const char* key) {
 Decision Decide(const ParallelConfig& config, const std::string& role_name, int rank,
                 const std::string& policy_name, const nb::dict& raw_inputs) {
   const DecisionInputs in = ParseInputs(raw_inputs);
-  auto layout = std::make_shared<ParallelLayout>(
-      Unwrap(ParallelLayout::Build(config), ErrorKind::kConfig));
+  auto layout =
+      std::make_shared<ParallelLayout>(Unwrap(ParallelLayout::Build(config), ErrorKind::kConfig));
   std::unique_ptr<DispatchPolicy> policy =
       Unwrap(Registry().Create(policy_name), ErrorKind::kPolicy);
   const GroupRole role = Unwrap(ParseGroupRole(role_name), ErrorKind::kConfig);
   if (rank < 0 || rank >= layout->world_size()) {
-    throw Error(ErrorKind::kConfig,
-                absl::StrFormat("rank %d is outside the world [0, %d)", rank, layout->world_size()));
+    throw Error(ErrorKind::kConfig, absl::StrFormat("rank %d is outside the world [0, %d)", rank,
+                                                    layout->world_size()));
   }
   const GroupId group = layout->GroupOf(role, rank);
   const int world = layout->GroupSize(group);
@@ -881,7 +890,8 @@ Decision Decide(const ParallelConfig& config, const std::string& role_name, int 
 
   ServingArgs args;
   Platform platform;
-  CustomAgreedState custom_state = policy->CustomLimits(args, platform, in.custom_max_bytes.value_or(0));
+  CustomAgreedState custom_state =
+      policy->CustomLimits(args, platform, in.custom_max_bytes.value_or(0));
   custom_state.available = in.custom_available;
   if (in.custom_max_bytes) custom_state.max_bytes = *in.custom_max_bytes;
   custom_state.group_world_size = world;
@@ -978,8 +988,9 @@ NB_MODULE(_lockstep_ext, m) {
     }
   });
 
-  m.def("_set_packaged_catalogue", [](const std::string& dir) { PackagedCatalogue() = dir; },
-        "dir"_a);
+  m.def(
+      "_set_packaged_catalogue", [](const std::string& dir) { PackagedCatalogue() = dir; },
+      "dir"_a);
   m.def("default_catalogue", &DefaultCatalogue,
         "The catalogue (hardware/, models/) scenarios given as text or dicts name their hardware "
         "and models in: the one installed with the package, else the source tree's.");
@@ -1054,32 +1065,44 @@ NB_MODULE(_lockstep_ext, m) {
       .def_prop_ro("widths", [](const Layout& l) { return l.layout.widths(); })
       .def_prop_ro("world_size", [](const Layout& l) { return l.layout.world_size(); })
       .def_ro("policy", &Layout::policy)
-      .def_prop_ro("groups", [](const Layout& l) { return ToPython(l.Json()["groups"]); },
-                   "Every group object: name, roles, subgroups (rank lists) and workspace tag.")
-      .def_prop_ro("tags", [](const Layout& l) {
-        nb::dict out;
-        const nlohmann::json j = l.Json();
-        for (const auto& g : j["groups"]) {
-          out[nb::cast(g["name"].get<std::string>())] = nb::cast(g["workspace"].get<std::string>());
-        }
-        return out;
-      }, "Workspace tag of each group object: none, attn_tp or moe.")
-      .def_prop_ro("ffn_exit", [](const Layout& l) { return ToPython(l.Json()["ffn_exit"]); },
-                   "The post-experts (and dense) FFN exit plan.")
+      .def_prop_ro(
+          "groups", [](const Layout& l) { return ToPython(l.Json()["groups"]); },
+          "Every group object: name, roles, subgroups (rank lists) and workspace tag.")
+      .def_prop_ro(
+          "tags",
+          [](const Layout& l) {
+            nb::dict out;
+            const nlohmann::json j = l.Json();
+            for (const auto& g : j["groups"]) {
+              out[nb::cast(g["name"].get<std::string>())] =
+                  nb::cast(g["workspace"].get<std::string>());
+            }
+            return out;
+          },
+          "Workspace tag of each group object: none, attn_tp or moe.")
+      .def_prop_ro(
+          "ffn_exit", [](const Layout& l) { return ToPython(l.Json()["ffn_exit"]); },
+          "The post-experts (and dense) FFN exit plan.")
       .def_prop_ro("custom_all_reduce",
                    [](const Layout& l) { return ToPython(l.Json()["custom_all_reduce"]); })
-      .def_prop_ro("moe_workspace_group",
-                   [](const Layout& l) { return l.Json()["moe_workspace_group"].get<std::string>(); })
+      .def_prop_ro(
+          "moe_workspace_group",
+          [](const Layout& l) { return l.Json()["moe_workspace_group"].get<std::string>(); })
       .def("peers", &Layout::Peers, "role"_a, "rank"_a,
            "The ranks of `rank`'s group in `role` (tp, attn_tp, attn_cp, moe_ep, moe_tp, moe_dp, "
            "pp).")
-      .def("object_name", [](const Layout& l, const std::string& role) {
-        return l.layout.Object(l.Role(role)).name;
-      }, "role"_a, "The name of the group object that serves `role`.")
-      .def("to_dict", [](const Layout& l) { return ToPython(l.Json()); },
-           "The same JSON as `lockstep layout --json`.")
-      .def("to_json", [](const Layout& l, int indent) { return Dumps(l.Json(), indent); },
-           "indent"_a = 2)
+      .def(
+          "object_name",
+          [](const Layout& l, const std::string& role) {
+            return l.layout.Object(l.Role(role)).name;
+          },
+          "role"_a, "The name of the group object that serves `role`.")
+      .def(
+          "to_dict", [](const Layout& l) { return ToPython(l.Json()); },
+          "The same JSON as `lockstep layout --json`.")
+      .def(
+          "to_json", [](const Layout& l, int indent) { return Dumps(l.Json(), indent); },
+          "indent"_a = 2)
       .def("text", &Layout::Text, "The text `lockstep layout` prints.")
       .def("__repr__", [](const Layout& l) {
         return absl::StrFormat("<Layout %s world=%d policy=%s>", l.layout.config().ShortName(),
@@ -1098,8 +1121,9 @@ NB_MODULE(_lockstep_ext, m) {
       .def_ro("group", &Decision::group_name)
       .def_ro("policy", &Decision::policy)
       .def_prop_ro("peers", &Decision::peers)
-      .def_prop_ro("predicates", [](const Decision& d) { return ToPython(d.Predicates()); },
-                   "Evaluated predicates in order: name, backend, held, text (inputs and result).")
+      .def_prop_ro(
+          "predicates", [](const Decision& d) { return ToPython(d.Predicates()); },
+          "Evaluated predicates in order: name, backend, held, text (inputs and result).")
       .def_prop_ro("explanation",
                    [](const Decision& d) { return ExplainDecision(d.record, d.layout.get()); })
       .def_prop_ro("fingerprint",
@@ -1107,8 +1131,9 @@ NB_MODULE(_lockstep_ext, m) {
       .def("first_failed", &Decision::FirstFailed, "backend"_a,
            "The predicate that refused `backend` (fused, custom), or None.")
       .def("to_dict", [](const Decision& d) { return ToPython(d.Json()); })
-      .def("to_json", [](const Decision& d, int indent) { return Dumps(d.Json(), indent); },
-           "indent"_a = 2)
+      .def(
+          "to_json", [](const Decision& d, int indent) { return Dumps(d.Json(), indent); },
+          "indent"_a = 2)
       .def("__repr__", [](const Decision& d) {
         return absl::StrFormat("<Decision %s>", ExplainDecision(d.record, d.layout.get()));
       });
@@ -1121,11 +1146,13 @@ NB_MODULE(_lockstep_ext, m) {
       .def_static("from_file", &ScenarioFromFile, "path"_a, "catalogue"_a = nb::none(),
                   "Reads a scenario YAML file; ScenarioError names file, line and key.")
       .def_static("from_yaml", &ScenarioFromYaml, "text"_a, "path"_a = "<string>",
-                  "catalogue"_a = nb::none(), "Parses scenario YAML text (`path` names it in errors).")
+                  "catalogue"_a = nb::none(),
+                  "Parses scenario YAML text (`path` names it in errors).")
       .def_static("from_dict", &ScenarioFromDict, "data"_a, "catalogue"_a = nb::none(),
                   "Builds a scenario from a dict of the YAML schema (as to_dict() gives).")
-      .def("to_yaml", [](const Scenario& s) { return ScenarioToYaml(s); },
-           "Self-contained YAML (hardware and model inline) that reads back to an equal scenario.")
+      .def(
+          "to_yaml", [](const Scenario& s) { return ScenarioToYaml(s); },
+          "Self-contained YAML (hardware and model inline) that reads back to an equal scenario.")
       .def("to_dict", &ScenarioToDict, "The scenario as a dict of the YAML schema.")
       .def("copy", [](const Scenario& s) { return s; })
       .def("validate", &Revalidate, "Raises ScenarioError when the scenario would not parse back.")
@@ -1159,16 +1186,16 @@ NB_MODULE(_lockstep_ext, m) {
             s.expect = Unwrap(ParseVerdict(*v), ErrorKind::kScenario);
           },
           "The expected verdict, or None (then clean or fail_stop are acceptable).")
-      .def_prop_ro("faults",
-                   [](const Scenario& s) {
-                     nb::object d = ScenarioToDict(s);
-                     nb::dict dict = nb::borrow<nb::dict>(d);
-                     return dict.contains("faults") ? nb::object(dict["faults"]) : nb::object(nb::list());
-                   },
-                   "The declared faults (edit through to_dict / from_dict).")
-      .def("__eq__", [](const Scenario& a, const Scenario& b) {
-        return ScenarioToYaml(a) == ScenarioToYaml(b);
-      })
+      .def_prop_ro(
+          "faults",
+          [](const Scenario& s) {
+            nb::object d = ScenarioToDict(s);
+            nb::dict dict = nb::borrow<nb::dict>(d);
+            return dict.contains("faults") ? nb::object(dict["faults"]) : nb::object(nb::list());
+          },
+          "The declared faults (edit through to_dict / from_dict).")
+      .def("__eq__", [](const Scenario& a,
+                        const Scenario& b) { return ScenarioToYaml(a) == ScenarioToYaml(b); })
       .def("__repr__", [](const Scenario& s) {
         return absl::StrFormat("<Scenario %s %s world=%d>", s.name, s.parallel.ShortName(),
                                s.parallel.WorldSize());
@@ -1179,7 +1206,8 @@ NB_MODULE(_lockstep_ext, m) {
       .def_prop_ro("verdict", &SimReport::verdict)
       .def_prop_ro("expected", &SimReport::expected)
       .def_prop_ro("as_expected", &SimReport::as_expected)
-      .def_prop_ro("silent_failure", [](const SimReport& r) { return IsSilentFailure(r.result.verdict); })
+      .def_prop_ro("silent_failure",
+                   [](const SimReport& r) { return IsSilentFailure(r.result.verdict); })
       .def_prop_ro("summary", [](const SimReport& r) { return r.result.summary; })
       .def_prop_ro("explanation", &SimReport::explanation,
                    "The text `lockstep sim` prints: verdict, expectation, summary, blocked ranks.")
@@ -1192,18 +1220,23 @@ NB_MODULE(_lockstep_ext, m) {
       .def_prop_ro("virtual_ns", [](const SimReport& r) { return r.result.virtual_ns; })
       .def_prop_ro("unmodelled", [](const SimReport& r) { return r.result.unmodelled; })
       .def_prop_ro("details", [](const SimReport& r) { return ToPython(r.report["details"]); })
-      .def_prop_ro("first_divergent_decision",
-                   [](const SimReport& r) { return r.details_key("first_divergent_decision"); },
-                   "On a hang: the first call ranks decided differently, or None.")
-      .def_prop_ro("blocked", [](const SimReport& r) { return r.details_key("blocked"); },
-                   "On a hang: what each blocked rank waits for (the wait-for graph's edges).")
-      .def_prop_ro("wait_for_dot", [](const SimReport& r) { return r.result.wait_for_dot; },
-                   "The wait-for graph (Graphviz DOT) of a hang; empty otherwise.")
+      .def_prop_ro(
+          "first_divergent_decision",
+          [](const SimReport& r) { return r.details_key("first_divergent_decision"); },
+          "On a hang: the first call ranks decided differently, or None.")
+      .def_prop_ro(
+          "blocked", [](const SimReport& r) { return r.details_key("blocked"); },
+          "On a hang: what each blocked rank waits for (the wait-for graph's edges).")
+      .def_prop_ro(
+          "wait_for_dot", [](const SimReport& r) { return r.result.wait_for_dot; },
+          "The wait-for graph (Graphviz DOT) of a hang; empty otherwise.")
       .def_prop_ro("scenario", [](const SimReport& r) { return r.scenario; })
-      .def("to_dict", [](const SimReport& r) { return ToPython(r.report); },
-           "The JSON report `lockstep sim --report` writes.")
-      .def("to_json", [](const SimReport& r, int indent) { return Dumps(r.report, indent); },
-           "indent"_a = 2)
+      .def(
+          "to_dict", [](const SimReport& r) { return ToPython(r.report); },
+          "The JSON report `lockstep sim --report` writes.")
+      .def(
+          "to_json", [](const SimReport& r, int indent) { return Dumps(r.report, indent); },
+          "indent"_a = 2)
       .def("__repr__", [](const SimReport& r) {
         return absl::StrFormat("<SimReport %s seed=%d verdict=%s trace_hash=%s>", r.scenario.name,
                                r.options.seed, VerdictName(r.result.verdict),
@@ -1212,17 +1245,24 @@ NB_MODULE(_lockstep_ext, m) {
 
   nb::class_<ExploreReport>(m, "ExploreReport", "Verdicts of many seeds (`lockstep explore`).")
       .def_prop_ro("all_acceptable", [](const ExploreReport& r) { return r.result.all_acceptable; })
-      .def_prop_ro("scenarios", [](const ExploreReport& r) { return ToPython(r.Json()["scenarios"]); })
-      .def_prop_ro("outcomes", [](const ExploreReport& r) { return ToPython(r.Json()["outcomes"]); })
-      .def_prop_ro("summary", [](const ExploreReport& r) {
-        return faults::FormatExploreSummary(r.scenarios, r.result, r.options);
-      }, "The text `lockstep explore` prints.")
-      .def_prop_ro("markdown", [](const ExploreReport& r) {
-        return faults::FormatExploreMarkdown(r.scenarios, r.result, r.options);
-      })
+      .def_prop_ro("scenarios",
+                   [](const ExploreReport& r) { return ToPython(r.Json()["scenarios"]); })
+      .def_prop_ro("outcomes",
+                   [](const ExploreReport& r) { return ToPython(r.Json()["outcomes"]); })
+      .def_prop_ro(
+          "summary",
+          [](const ExploreReport& r) {
+            return faults::FormatExploreSummary(r.scenarios, r.result, r.options);
+          },
+          "The text `lockstep explore` prints.")
+      .def_prop_ro("markdown",
+                   [](const ExploreReport& r) {
+                     return faults::FormatExploreMarkdown(r.scenarios, r.result, r.options);
+                   })
       .def("to_dict", [](const ExploreReport& r) { return ToPython(r.Json()); })
-      .def("to_json", [](const ExploreReport& r, int indent) { return Dumps(r.Json(), indent); },
-           "indent"_a = 2)
+      .def(
+          "to_json", [](const ExploreReport& r, int indent) { return Dumps(r.Json(), indent); },
+          "indent"_a = 2)
       .def("__repr__", [](const ExploreReport& r) {
         return absl::StrFormat("<ExploreReport %d scenarios, %d runs, all_acceptable=%s>",
                                r.scenarios.size(), r.result.outcomes.size(),
@@ -1234,29 +1274,28 @@ NB_MODULE(_lockstep_ext, m) {
   m.def("_explore", &RunExplore, "scenarios"_a, "seeds"_a, "start"_a, "swarm"_a, "policy"_a,
         "schedule"_a, "jobs"_a, "catalogue"_a);
   // `lockstep import`: launch flags as a scenario (sim/scenario/serving_import.h).
-  auto import_args = [](bool sglang, const std::vector<std::string>& args,
-                        const std::optional<std::string>& hardware,
-                        const std::optional<std::string>& model_config,
-                        const std::optional<std::string>& name,
-                        const std::optional<std::string>& catalogue) {
-    ImportOptions o;
-    o.catalogue = CatalogueFor(catalogue, "");
-    o.hardware = hardware.value_or("");
-    o.model_config = model_config.value_or("");
-    o.name = name.value_or("");
-    ImportedScenario imported;
-    {
-      nb::gil_scoped_release release;
-      absl::StatusOr<ImportedScenario> r =
-          sglang ? ImportSglangFlags(args, o) : ImportVllmFlags(args, o);
-      if (!r.ok()) {
-        nb::gil_scoped_acquire acquire;
-        Raise(ErrorKind::kScenario, r.status());
-      }
-      imported = *std::move(r);
-    }
-    return nb::make_tuple(imported.scenario, imported.notes);
-  };
+  auto import_args =
+      [](bool sglang, const std::vector<std::string>& args,
+         const std::optional<std::string>& hardware, const std::optional<std::string>& model_config,
+         const std::optional<std::string>& name, const std::optional<std::string>& catalogue) {
+        ImportOptions o;
+        o.catalogue = CatalogueFor(catalogue, "");
+        o.hardware = hardware.value_or("");
+        o.model_config = model_config.value_or("");
+        o.name = name.value_or("");
+        ImportedScenario imported;
+        {
+          nb::gil_scoped_release release;
+          absl::StatusOr<ImportedScenario> r =
+              sglang ? ImportSglangFlags(args, o) : ImportVllmFlags(args, o);
+          if (!r.ok()) {
+            nb::gil_scoped_acquire acquire;
+            Raise(ErrorKind::kScenario, r.status());
+          }
+          imported = *std::move(r);
+        }
+        return nb::make_tuple(imported.scenario, imported.notes);
+      };
   m.def(
       "_from_sglang_args",
       [import_args](const std::vector<std::string>& args, const std::optional<std::string>& hw,
@@ -1282,7 +1321,8 @@ NB_MODULE(_lockstep_ext, m) {
           nb::gil_scoped_release release;
           absl::StatusOr<std::vector<RankDecisionLog>> logs = ReadDecisionLogs(dir);
           absl::StatusOr<DecisionLogCheck> c =
-              logs.ok() ? CheckDecisionLogs(*logs) : absl::StatusOr<DecisionLogCheck>(logs.status());
+              logs.ok() ? CheckDecisionLogs(*logs)
+                        : absl::StatusOr<DecisionLogCheck>(logs.status());
           if (c.ok() && !c->diverged && against) {
             absl::StatusOr<std::vector<RankDecisionLog>> theirs = ReadDecisionLogs(*against);
             c = theirs.ok() ? CompareDecisionLogRuns(*logs, *theirs)
@@ -1308,12 +1348,17 @@ NB_MODULE(_lockstep_ext, m) {
   m.def("fault_kinds", &FaultKinds, "Every fault kind (`lockstep faults`), as dicts.");
   m.def("mutants", &Mutants, "Every mutant: a known-bad dispatch policy, as dicts.");
   m.def("policies", &Policies, "Every policy name simulate() and decide() accept, as dicts.");
-  m.def("verdicts", [] {
-    std::vector<std::string> out;
-    for (int v = 0; v < kNumVerdicts; ++v) out.emplace_back(VerdictName(static_cast<Verdict>(v)));
-    return out;
-  }, "The verdicts, from clean to divergence.");
-  m.def("decision_inputs", [] {
-    return std::vector<std::string>(std::begin(kInputNames), std::end(kInputNames));
-  }, "The names decide() accepts as inputs.");
+  m.def(
+      "verdicts",
+      [] {
+        std::vector<std::string> out;
+        for (int v = 0; v < kNumVerdicts; ++v)
+          out.emplace_back(VerdictName(static_cast<Verdict>(v)));
+        return out;
+      },
+      "The verdicts, from clean to divergence.");
+  m.def(
+      "decision_inputs",
+      [] { return std::vector<std::string>(std::begin(kInputNames), std::end(kInputNames)); },
+      "The names decide() accepts as inputs.");
 }

@@ -163,8 +163,8 @@ bool LamportMem::Wait(uint32_t buffer, int64_t offset, int64_t len, int32_t writ
         // The push landed after the budget: on the GPU the wait has already
         // given up, naming the writer, and the call fails at the deadline.
         ctx_.AdvanceTo(rank_, deadline);
-        failure_ = protocol::ProtocolStatus{protocol::ProtocolError::kWaitExpired, writer, buffer,
-                                            offset};
+        failure_ =
+            protocol::ProtocolStatus{protocol::ProtocolError::kWaitExpired, writer, buffer, offset};
         return false;
       }
       ctx_.AdvanceTo(rank_, ready);

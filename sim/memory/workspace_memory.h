@@ -14,10 +14,10 @@
 #include "dispatch/workspace.h"
 #include "kernels/protocol/lamport.h"
 #include "kernels/protocol/memory_model.h"
-#include "sim/runtime/context.h"
 #include "sim/memory/data.h"
 #include "sim/memory/lamport_buffer.h"
 #include "sim/memory/run_list.h"
+#include "sim/runtime/context.h"
 
 namespace lockstep {
 
@@ -123,7 +123,6 @@ class LamportMem : public protocol::WholeRangeChunks {
         fp32_acc_(fp32_acc),
         sentinel_(sentinel),
         wait_budget_ns_(ws.WaitBudgetNs()) {}
-
 
   Value LoadInput(int64_t pos, int64_t len);
   void Sanitize(Value& v) { SanitizeChunk(ctx_, v); }

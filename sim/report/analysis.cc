@@ -55,13 +55,13 @@ nlohmann::json DescribeDivergence(const ParallelLayout& layout, const GroupCallK
       inputs = DescribeDifferences(log->record, other->record, &layout);
       break;
     }
-    std::string side = absl::StrFormat(
-        "rank%s %s chose %s%s%s", ranks.size() > 1 ? "s" : "", RankRanges(ranks),
-        BackendKindName(log->record.backend),
-        log->record.algorithm != Algorithm::kNone
-            ? absl::StrFormat("/%s", AlgorithmName(log->record.algorithm))
-            : "",
-        inputs.empty() ? "" : absl::StrFormat(": %s", absl::StrJoin(inputs, ", ")));
+    std::string side =
+        absl::StrFormat("rank%s %s chose %s%s%s", ranks.size() > 1 ? "s" : "", RankRanges(ranks),
+                        BackendKindName(log->record.backend),
+                        log->record.algorithm != Algorithm::kNone
+                            ? absl::StrFormat("/%s", AlgorithmName(log->record.algorithm))
+                            : "",
+                        inputs.empty() ? "" : absl::StrFormat(": %s", absl::StrJoin(inputs, ", ")));
     texts.push_back(side);
     sides.push_back({{"ranks", ranks},
                      {"backend", std::string(BackendKindName(log->record.backend))},
@@ -77,8 +77,8 @@ nlohmann::json DescribeDivergence(const ParallelLayout& layout, const GroupCallK
     if (!found) missing.push_back(r);
   }
   if (!missing.empty()) {
-    texts.push_back(absl::StrFormat("rank%s %s never made this call",
-                                    missing.size() > 1 ? "s" : "", RankRanges(missing)));
+    texts.push_back(absl::StrFormat("rank%s %s never made this call", missing.size() > 1 ? "s" : "",
+                                    RankRanges(missing)));
   }
   const std::string& object = layout.objects()[static_cast<size_t>(std::get<0>(key))].name;
   const std::string site = members.front().second->site.ToString();
@@ -96,8 +96,7 @@ nlohmann::json DescribeDivergence(const ParallelLayout& layout, const GroupCallK
 // What a member chose for a call, apart from the inputs it chose from: the
 // backend and its launch, the call's tensor, and a fused call's workspace.
 // Members whose records differ only in predicate inputs decided alike.
-std::tuple<int, int, int32_t, bool, int, bool, int, int64_t, int64_t, int, bool, uint32_t,
-           uint32_t>
+std::tuple<int, int, int32_t, bool, int, bool, int, int64_t, int64_t, int, bool, uint32_t, uint32_t>
 Choice(const DecisionRecord& r) {
   const bool fused = r.backend == BackendKind::kFused;
   const TensorDesc& t = r.call.tensor;
@@ -197,18 +196,17 @@ nlohmann::json SwallowedErrors(const SimRun& run, std::string* line) {
                                   rt.swallowed_count > 2 ? "s" : "")
                 : ""));
       }
-      out.push_back(
-          {{"rank", r},
-           {"call", e.call},
-           {"group", layout.objects()[static_cast<size_t>(e.object)].name},
-           {"peers", layout.PeersToString(e.record.group)},
-           {"seq", e.record.seq},
-           {"site", e.site.ToString()},
-           {"backend", std::string(BackendKindName(e.record.backend))},
-           {"error", e.error},
-           {"fell_back_to", e.fell_back_to ? nlohmann::json(std::string(BackendKindName(
-                                                 *e.fell_back_to)))
-                                           : nlohmann::json(nullptr)}});
+      out.push_back({{"rank", r},
+                     {"call", e.call},
+                     {"group", layout.objects()[static_cast<size_t>(e.object)].name},
+                     {"peers", layout.PeersToString(e.record.group)},
+                     {"seq", e.record.seq},
+                     {"site", e.site.ToString()},
+                     {"backend", std::string(BackendKindName(e.record.backend))},
+                     {"error", e.error},
+                     {"fell_back_to",
+                      e.fell_back_to ? nlohmann::json(std::string(BackendKindName(*e.fell_back_to)))
+                                     : nlohmann::json(nullptr)}});
     }
   }
   *line = absl::StrJoin(texts, "; ");
@@ -340,8 +338,7 @@ SimResult AnalyzeRun(const SimRun& run) {
   result.verdict = Verdict::kHang;
   result.summary = absl::StrFormat(
       "ranks %s wait on each other with no way forward%s%s", RankRanges(blocked),
-      decision_line.empty() ? ""
-                            : absl::StrFormat("; first divergent decision: %s", decision_line),
+      decision_line.empty() ? "" : absl::StrFormat("; first divergent decision: %s", decision_line),
       swallowed_line.empty() ? "" : absl::StrFormat("; %s", swallowed_line));
   result.details = {{"blocked", waits},
                     {"first_divergent_decision", divergence},

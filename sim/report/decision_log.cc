@@ -11,11 +11,11 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
-#include "absl/strings/strip.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "sim/memory/data.h"
 #include "sim/scenario/input_text.h"
 
@@ -24,7 +24,7 @@ namespace {
 
 // Fields written at the top level of an entry, not among its inputs.
 bool TopLevel(std::string_view name) {
-  static constexpr std::string_view kTop[] = {"seq",    "group", "backend", "algorithm",
+  static constexpr std::string_view kTop[] = {"seq",    "group",  "backend", "algorithm",
                                               "tokens", "hidden", "dtype"};
   return std::find(std::begin(kTop), std::end(kTop), name) != std::end(kTop);
 }
@@ -116,6 +116,20 @@ struct Divergence {
   nlohmann::json details;
 };
 
+// `check` with its first divergence, or `alike` when there was none.
+DecisionLogCheck Concluded(DecisionLogCheck& check, std::optional<Divergence> first,
+                           std::string alike) {
+  if (first) {
+    check.diverged = true;
+    check.summary = std::move(first->summary);
+    check.details = std::move(first->details);
+  } else {
+    check.summary = std::move(alike);
+    check.details = nlohmann::json::object();
+  }
+  return check;
+}
+
 }  // namespace
 
 std::string DecisionLogFileName(int rank) { return absl::StrFormat("rank-%d.jsonl", rank); }
@@ -172,7 +186,8 @@ absl::StatusOr<RankDecisionLog> ParseDecisionLog(std::string_view text, const st
   log.path = path;
   int line_no = 0;
   bool header = false;
-  for (absl::string_view piece : absl::StrSplit(absl::string_view(text.data(), text.size()), '\n')) {
+  for (absl::string_view piece :
+       absl::StrSplit(absl::string_view(text.data(), text.size()), '\n')) {
     std::string_view line(piece.data(), piece.size());
     ++line_no;
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
@@ -186,11 +201,13 @@ absl::StatusOr<RankDecisionLog> ParseDecisionLog(std::string_view text, const st
       return Bad(path, line_no, absl::StrFormat("byte %d is not UTF-8", *bad));
     }
     if (!JsonNestedAtMost(line, 4)) {
-      return Bad(path, line_no, "not a JSON object of the decision-log format (docs/DECISION_LOG.md)");
+      return Bad(path, line_no,
+                 "not a JSON object of the decision-log format (docs/DECISION_LOG.md)");
     }
     const nlohmann::json j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
     if (!j.is_object()) {
-      return Bad(path, line_no, "not a JSON object of the decision-log format (docs/DECISION_LOG.md)");
+      return Bad(path, line_no,
+                 "not a JSON object of the decision-log format (docs/DECISION_LOG.md)");
     }
     if (!header) {
       const auto format = j.find("format");
@@ -238,9 +255,9 @@ absl::StatusOr<RankDecisionLog> ParseDecisionLog(std::string_view text, const st
       c.peers.push_back(p.get<int>());
     }
     if (std::find(c.peers.begin(), c.peers.end(), log.rank) == c.peers.end()) {
-      return Bad(path, line_no,
-                 absl::StrFormat("key 'peers': the group must include this log's rank %d",
-                                 log.rank));
+      return Bad(
+          path, line_no,
+          absl::StrFormat("key 'peers': the group must include this log's rank %d", log.rank));
     }
     if (std::set<int>(c.peers.begin(), c.peers.end()).size() != c.peers.size()) {
       return Bad(path, line_no, "key 'peers': a rank is listed twice");
@@ -283,8 +300,7 @@ absl::StatusOr<std::vector<RankDecisionLog>> ReadDecisionLogs(const std::string&
   }
   if (ec) return absl::InternalError(absl::StrFormat("%s: %s", dir, ec.message()));
   if (files.empty()) {
-    return absl::NotFoundError(
-        absl::StrFormat("%s: no rank-<R>.jsonl decision logs in it", dir));
+    return absl::NotFoundError(absl::StrFormat("%s: no rank-<R>.jsonl decision logs in it", dir));
   }
   std::vector<RankDecisionLog> logs;
   for (const auto& [rank, path] : files) {
@@ -297,9 +313,9 @@ absl::StatusOr<std::vector<RankDecisionLog>> ReadDecisionLogs(const std::string&
           "%s:1: the header says rank %d, the file name rank %d", path, log->rank, rank));
     }
     if (!logs.empty() && log->world != logs.front().world) {
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "%s:1: world %d, but %s says %d: logs of different runs", path, log->world,
-          logs.front().path, logs.front().world));
+      return absl::InvalidArgumentError(
+          absl::StrFormat("%s:1: world %d, but %s says %d: logs of different runs", path,
+                          log->world, logs.front().path, logs.front().world));
     }
     logs.push_back(*std::move(log));
   }
@@ -324,8 +340,9 @@ absl::StatusOr<DecisionLogCheck> CheckDecisionLogs(const std::vector<RankDecisio
       in.group = c.group;
       in.peers = c.peers;
       if (!in.calls[l.rank].emplace(c.seq, &c).second) {
-        return absl::InvalidArgumentError(absl::StrFormat(
-            "%s:%d: call %d on %s is logged twice", l.path, c.line, c.seq, GroupKey(c.group, c.peers)));
+        return absl::InvalidArgumentError(absl::StrFormat("%s:%d: call %d on %s is logged twice",
+                                                          l.path, c.line, c.seq,
+                                                          GroupKey(c.group, c.peers)));
       }
     }
   }
@@ -373,7 +390,8 @@ absl::StatusOr<DecisionLogCheck> CheckDecisionLogs(const std::vector<RankDecisio
       const std::string& site = present.front()->site;
       if (!missing.empty()) {
         consider(Divergence{
-            first_call, key,
+            first_call,
+            key,
             absl::StrFormat("call sequences diverge on %s at its call %d (%s): rank%s %s made it, "
                             "rank%s %s never did",
                             key, seq, site, made.size() > 1 ? "s" : "", RankRanges(made),
@@ -397,7 +415,8 @@ absl::StatusOr<DecisionLogCheck> CheckDecisionLogs(const std::vector<RankDecisio
                                           RankRanges(ranks), s));
           details.push_back({{"ranks", ranks}, {"site", s}});
         }
-        consider(Divergence{first_call, key,
+        consider(Divergence{first_call,
+                            key,
                             absl::StrFormat("call order diverges on %s at its call %d: %s", key,
                                             seq, absl::StrJoin(sides, "; ")),
                             {{"kind", "order"}, {"group", key}, {"seq", seq}, {"sides", details}}});
@@ -434,42 +453,37 @@ absl::StatusOr<DecisionLogCheck> CheckDecisionLogs(const std::vector<RankDecisio
                          {"line", present[members.front()]->line}});
       }
       consider(Divergence{
-          first_call, key,
+          first_call,
+          key,
           absl::StrFormat("first divergent decision: %s call %d at %s: %s", key, seq, site,
                           absl::StrJoin(texts, "; ")),
           {{"kind", "decision"}, {"group", key}, {"seq", seq}, {"site", site}, {"sides", sides}}});
       break;
     }
   }
-  if (first) {
-    out.diverged = true;
-    out.summary = first->summary;
-    out.details = first->details;
-  } else {
-    out.summary = absl::StrFormat(
-        "%d calls of %d rank%s on %d group%s: every group's members decided alike", out.calls,
-        logs.size(), logs.size() == 1 ? "" : "s", out.groups, out.groups == 1 ? "" : "s");
-    out.details = nlohmann::json::object();
-  }
-  return out;
+  return Concluded(
+      out, std::move(first),
+      absl::StrFormat("%d calls of %d rank%s on %d group%s: every group's members decided alike",
+                      out.calls, logs.size(), logs.size() == 1 ? "" : "s", out.groups,
+                      out.groups == 1 ? "" : "s"));
 }
 
-absl::StatusOr<DecisionLogCheck> CompareDecisionLogRuns(const std::vector<RankDecisionLog>& mine,
-                                                        const std::vector<RankDecisionLog>& theirs) {
+absl::StatusOr<DecisionLogCheck> CompareDecisionLogRuns(
+    const std::vector<RankDecisionLog>& mine, const std::vector<RankDecisionLog>& theirs) {
   DecisionLogCheck out;
   if (mine.size() != theirs.size()) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "the runs hold logs of %d and %d ranks: compare logs of the same scenario", mine.size(),
-        theirs.size()));
+    return absl::InvalidArgumentError(
+        absl::StrFormat("the runs hold logs of %d and %d ranks: compare logs of the same scenario",
+                        mine.size(), theirs.size()));
   }
   std::optional<Divergence> first;
   for (size_t r = 0; r < mine.size(); ++r) {
     const RankDecisionLog& a = mine[r];
     const RankDecisionLog& b = theirs[r];
     if (a.rank != b.rank || a.world != b.world) {
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "%s and %s: rank %d of world %d against rank %d of world %d", a.path, b.path, a.rank,
-          a.world, b.rank, b.world));
+      return absl::InvalidArgumentError(
+          absl::StrFormat("%s and %s: rank %d of world %d against rank %d of world %d", a.path,
+                          b.path, a.rank, a.world, b.rank, b.world));
     }
     const std::string who_a = a.source.empty() ? a.path : a.source;
     const std::string who_b = b.source.empty() ? b.path : b.source;
@@ -487,12 +501,13 @@ absl::StatusOr<DecisionLogCheck> CompareDecisionLogRuns(const std::vector<RankDe
                                   a.rank, i, GroupKey(c->group, c->peers), c->seq, c->site,
                                   x != nullptr ? who_a : who_b);
         details["kind"] = "sequence";
-      } else if (GroupKey(x->group, x->peers) != GroupKey(y->group, y->peers) ||
-                 x->seq != y->seq || x->site != y->site) {
-        summary = absl::StrFormat("rank %d's call %d: %s call %d at %s in the %s run, %s call %d "
-                                  "at %s in the %s run",
-                                  a.rank, i, GroupKey(x->group, x->peers), x->seq, x->site, who_a,
-                                  GroupKey(y->group, y->peers), y->seq, y->site, who_b);
+      } else if (GroupKey(x->group, x->peers) != GroupKey(y->group, y->peers) || x->seq != y->seq ||
+                 x->site != y->site) {
+        summary = absl::StrFormat(
+            "rank %d's call %d: %s call %d at %s in the %s run, %s call %d "
+            "at %s in the %s run",
+            a.rank, i, GroupKey(x->group, x->peers), x->seq, x->site, who_a,
+            GroupKey(y->group, y->peers), y->seq, y->site, who_b);
         details["kind"] = "order";
       } else if (x->decision != y->decision) {
         auto chose = [](const nlohmann::json& d) {
@@ -500,7 +515,8 @@ absl::StatusOr<DecisionLogCheck> CompareDecisionLogRuns(const std::vector<RankDe
                  (d["algorithm"].is_string() ? "/" + d["algorithm"].get<std::string>() : "");
         };
         summary = absl::StrFormat(
-            "rank %d's call %d (%s call %d at %s): the %s run chose %s: %s; the %s run chose %s: %s",
+            "rank %d's call %d (%s call %d at %s): the %s run chose %s: %s; the %s run chose %s: "
+            "%s",
             a.rank, i, GroupKey(x->group, x->peers), x->seq, x->site, who_a, chose(x->decision),
             absl::StrJoin(Differences(x->decision, y->decision), ", "), who_b, chose(y->decision),
             absl::StrJoin(Differences(y->decision, x->decision), ", "));
@@ -514,16 +530,9 @@ absl::StatusOr<DecisionLogCheck> CompareDecisionLogRuns(const std::vector<RankDe
       break;
     }
   }
-  if (first) {
-    out.diverged = true;
-    out.summary = first->summary;
-    out.details = first->details;
-  } else {
-    out.summary = absl::StrFormat("%d calls of %d rank%s: both runs decided alike", out.calls,
-                                  mine.size(), mine.size() == 1 ? "" : "s");
-    out.details = nlohmann::json::object();
-  }
-  return out;
+  return Concluded(out, std::move(first),
+                   absl::StrFormat("%d calls of %d rank%s: both runs decided alike", out.calls,
+                                   mine.size(), mine.size() == 1 ? "" : "s"));
 }
 
 }  // namespace lockstep

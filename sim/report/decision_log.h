@@ -77,10 +77,10 @@ absl::StatusOr<std::vector<RankDecisionLog>> ReadDecisionLogs(const std::string&
 
 struct DecisionLogCheck {
   bool diverged = false;
-  std::string summary;      // one line: what diverged, or that nothing did
-  nlohmann::json details;   // the group, the call, the sides
-  int64_t calls = 0;        // calls read, all ranks together
-  int64_t groups = 0;       // group instances compared
+  std::string summary;     // one line: what diverged, or that nothing did
+  nlohmann::json details;  // the group, the call, the sides
+  int64_t calls = 0;       // calls read, all ranks together
+  int64_t groups = 0;      // group instances compared
 };
 
 // Compares every group's members call by call. Errors (not divergences): a

@@ -66,8 +66,8 @@ absl::StatusOr<std::vector<FlagSpec>> LoadFlagTable(const std::string& path) {
 // `--flag=value`, a unique prefix of a long flag; values until the next flag
 // for nargs + and *. `positional` (vLLM's model) takes one bare argument.
 absl::StatusOr<ParsedFlags> ParseFlags(std::span<const std::string> args,
-                                       const std::vector<FlagSpec>& specs,
-                                       std::string_view program, std::string_view positional) {
+                                       const std::vector<FlagSpec>& specs, std::string_view program,
+                                       std::string_view positional) {
   ParsedFlags out;
   std::vector<std::string_view> names;
   for (const FlagSpec& s : specs) names.push_back(s.flag);
@@ -207,10 +207,10 @@ absl::StatusOr<ModelSpec> ResolveModel(const std::string& model_path, const Impo
     std::error_code ec;
     if (fs::is_regular_file(candidate, ec)) config = candidate.string();
   }
-  const std::string base =
-      model_path.empty() ? "" : fs::path(model_path).filename().string();
+  const std::string base = model_path.empty() ? "" : fs::path(model_path).filename().string();
   if (!config.empty()) {
-    absl::StatusOr<std::string> text = ReadInputFile(config, kMaxScenarioFileBytes, "model configs");
+    absl::StatusOr<std::string> text =
+        ReadInputFile(config, kMaxScenarioFileBytes, "model configs");
     if (!text.ok()) return text.status();
     if (!JsonNestedAtMost(*text, 16)) {
       return Usage(program, absl::StrFormat("%s: not a Hugging Face config.json", config));
@@ -220,9 +220,8 @@ absl::StatusOr<ModelSpec> ResolveModel(const std::string& model_path, const Impo
       return Usage(program, absl::StrFormat("%s: not a Hugging Face config.json", config));
     }
     // Multimodal configs nest the language model's.
-    const nlohmann::json& c = j.contains("text_config") && j["text_config"].is_object()
-                                  ? j["text_config"]
-                                  : j;
+    const nlohmann::json& c =
+        j.contains("text_config") && j["text_config"].is_object() ? j["text_config"] : j;
     auto integer = [&](std::string_view key) -> std::optional<int64_t> {
       const auto it = c.find(key);
       if (it == c.end() || !it->is_number_integer()) return std::nullopt;
@@ -234,12 +233,13 @@ absl::StatusOr<ModelSpec> ResolveModel(const std::string& model_path, const Impo
     const std::optional<int64_t> hidden = integer("hidden_size");
     const std::optional<int64_t> layers = integer("num_hidden_layers");
     if (!hidden || !layers || *hidden < 1 || *layers < 1) {
-      return Usage(program, absl::StrFormat("%s: needs integer hidden_size and num_hidden_layers",
-                                            config));
+      return Usage(program,
+                   absl::StrFormat("%s: needs integer hidden_size and num_hidden_layers", config));
     }
     m.hidden = *hidden;
     m.layers = static_cast<int>(std::min<int64_t>(*layers, 10000));
-    if (const auto heads = integer("num_attention_heads")) m.attention_heads = static_cast<int>(*heads);
+    if (const auto heads = integer("num_attention_heads"))
+      m.attention_heads = static_cast<int>(*heads);
     for (std::string_view key : {"n_routed_experts", "num_experts", "num_local_experts"}) {
       if (const auto e = integer(key); e && *e > 0) m.moe = true;
     }
@@ -344,8 +344,8 @@ absl::StatusOr<ImportedScenario> Finish(Scenario s, std::vector<std::string> not
 absl::StatusOr<ImportedScenario> ImportSglangFlags(std::span<const std::string> args,
                                                    const ImportOptions& options) {
   const std::string program = "sglang.launch_server 0.5.23";
-  absl::StatusOr<std::vector<FlagSpec>> table = LoadFlagTable(
-      (fs::path(options.catalogue) / "import" / "sglang-0.5.23-flags.tsv").string());
+  absl::StatusOr<std::vector<FlagSpec>> table =
+      LoadFlagTable((fs::path(options.catalogue) / "import" / "sglang-0.5.23-flags.tsv").string());
   if (!table.ok()) return table.status();
   absl::StatusOr<ParsedFlags> parsed = ParseFlags(args, *table, program, "");
   if (!parsed.ok()) return parsed.status();
@@ -399,8 +399,7 @@ absl::StatusOr<ImportedScenario> ImportSglangFlags(std::span<const std::string> 
 
   // The model and its shape.
   const std::optional<std::string> model_path = f.String("model_path");
-  absl::StatusOr<ModelSpec> model =
-      ResolveModel(model_path.value_or(""), options, program, notes);
+  absl::StatusOr<ModelSpec> model = ResolveModel(model_path.value_or(""), options, program, notes);
   if (!model.ok()) return model.status();
   s.model = *std::move(model);
 
@@ -481,14 +480,15 @@ absl::StatusOr<ImportedScenario> ImportSglangFlags(std::span<const std::string> 
   if (*nnodes > 1 && s.hardware.gpus_per_node * *nnodes < world) {
     return Usage(program, absl::StrFormat("--nnodes %d of %s (%d GPUs each) hold fewer than the "
                                           "%d ranks of tp %d x pp %d",
-                                          *nnodes, s.hardware.name, s.hardware.gpus_per_node,
-                                          world, p.tp, p.pp));
+                                          *nnodes, s.hardware.name, s.hardware.gpus_per_node, world,
+                                          p.tp, p.pp));
   }
   std::vector<std::string> unread = f.Unread();
   if (!unread.empty()) {
-    notes.push_back(absl::StrFormat("not modelled (no effect on the all-reduce dispatch lockstep "
-                                    "checks): %s",
-                                    absl::StrJoin(unread, " ")));
+    notes.push_back(
+        absl::StrFormat("not modelled (no effect on the all-reduce dispatch lockstep "
+                        "checks): %s",
+                        absl::StrJoin(unread, " ")));
   }
   s.description = absl::StrFormat("imported from sglang.launch_server %s",
                                   absl::StrJoin(args.begin(), args.end(), " "));
@@ -574,9 +574,10 @@ absl::StatusOr<ImportedScenario> ImportVllmFlags(std::span<const std::string> ar
     p.dp = *dp;
     if (ep) p.ep = *tp;
     if (*dp > 1) {
-      notes.push_back(absl::StrFormat("layout: dp %d without expert parallelism: independent "
-                                      "replicas",
-                                      *dp));
+      notes.push_back(
+          absl::StrFormat("layout: dp %d without expert parallelism: independent "
+                          "replicas",
+                          *dp));
     }
   }
   const std::optional<std::string> model_path = f.String("model");
@@ -588,7 +589,8 @@ absl::StatusOr<ImportedScenario> ImportVllmFlags(std::span<const std::string> ar
   // inherited.
   d.custom_allreduce = !f.Bool("disable_custom_all_reduce");
   d.custom_allreduce_v2 = false;
-  notes.push_back("custom all-reduce: vLLM's, modelled as SGLang's v1 generation (the same kernel)");
+  notes.push_back(
+      "custom all-reduce: vLLM's, modelled as SGLang's v1 generation (the same kernel)");
   d.fused_backend = FusionBackendFlag::kNone;
   if (const std::optional<std::string> config = f.String("compilation_config")) {
     if (!JsonNestedAtMost(*config, 16)) {
@@ -607,8 +609,8 @@ absl::StatusOr<ImportedScenario> ImportVllmFlags(std::span<const std::string> ar
         }
       }
     } else if (j.is_number_integer()) {
-      notes.push_back(absl::StrFormat("-O %s: an optimisation level; no fusion pass named",
-                                      *config));
+      notes.push_back(
+          absl::StrFormat("-O %s: an optimisation level; no fusion pass named", *config));
     } else {
       return Usage(program, absl::StrFormat("--compilation-config '%s': not JSON", *config));
     }
@@ -642,9 +644,10 @@ absl::StatusOr<ImportedScenario> ImportVllmFlags(std::span<const std::string> ar
   s.hardware = *std::move(hw);
   std::vector<std::string> unread = f.Unread();
   if (!unread.empty()) {
-    notes.push_back(absl::StrFormat("not modelled (no effect on the all-reduce dispatch lockstep "
-                                    "checks): %s",
-                                    absl::StrJoin(unread, " ")));
+    notes.push_back(
+        absl::StrFormat("not modelled (no effect on the all-reduce dispatch lockstep "
+                        "checks): %s",
+                        absl::StrJoin(unread, " ")));
   }
   s.description =
       absl::StrFormat("imported from vllm serve %s", absl::StrJoin(args.begin(), args.end(), " "));

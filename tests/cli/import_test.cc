@@ -35,9 +35,7 @@ Result Lockstep(std::vector<std::string> args) {
   return {code, out.str(), err.str()};
 }
 
-std::string Scratch() {
-  return testing::ScratchDir() + "/import_test-" + std::to_string(getpid());
-}
+std::string Scratch() { return testing::ScratchDir() + "/import_test-" + std::to_string(getpid()); }
 
 // A Hugging Face config.json of DeepSeek-V3's shape, in a model directory.
 std::string ModelDir() {
@@ -59,10 +57,10 @@ ImportOptions Options() {
 
 TEST(ImportTest, SglangDpAttentionFlagsBecomeAScenarioThatSimulates) {
   const std::string out = Scratch() + "/dpattn.yaml";
-  const Result r = Lockstep({"import", "sglang", "--out", out, "--", "--model-path", ModelDir(),
-                             "--tp", "8", "--ep", "8", "--enable-dp-attention", "--dp", "8",
-                             "--enable-flashinfer-allreduce-fusion", "--mem-fraction-static",
-                             "0.8"});
+  const Result r =
+      Lockstep({"import", "sglang", "--out", out, "--", "--model-path", ModelDir(), "--tp", "8",
+                "--ep", "8", "--enable-dp-attention", "--dp", "8",
+                "--enable-flashinfer-allreduce-fusion", "--mem-fraction-static", "0.8"});
   ASSERT_EQ(r.code, kExitOk) << r.err;
   EXPECT_THAT(r.err, HasSubstr("model: DeepSeek-V3 from"));
   EXPECT_THAT(r.err, HasSubstr("not modelled (no effect on the all-reduce dispatch lockstep "
@@ -133,10 +131,10 @@ TEST(ImportTest, BadSglangFlagsExitTwoNamingThem) {
 
 TEST(ImportTest, VllmServeFlagsMapOntoTheLayoutAndSayWhatTheyCannotRepresent) {
   const std::string out = Scratch() + "/vllm.yaml";
-  const Result r = Lockstep(
-      {"import", "vllm", "--out", out, "--", ModelDir(), "-tp", "4", "-dp", "2",
-       "--enable-expert-parallel", "--compilation-config",
-       R"({"pass_config": {"enable_fi_allreduce_fusion": true}})", "--port", "8000"});
+  const Result r =
+      Lockstep({"import", "vllm", "--out", out, "--", ModelDir(), "-tp", "4", "-dp", "2",
+                "--enable-expert-parallel", "--compilation-config",
+                R"({"pass_config": {"enable_fi_allreduce_fusion": true}})", "--port", "8000"});
   ASSERT_EQ(r.code, kExitOk) << r.err;
   EXPECT_THAT(r.err, HasSubstr("attention DP 2 over 8 ranks with EP 8"));
   EXPECT_THAT(r.err, HasSubstr("modelled as SGLang's v1 generation"));
@@ -148,8 +146,8 @@ TEST(ImportTest, VllmServeFlagsMapOntoTheLayoutAndSayWhatTheyCannotRepresent) {
   EXPECT_EQ(s->dispatch.fused_backend, FusionBackendFlag::kTrtllm);
   EXPECT_FALSE(s->dispatch.custom_allreduce_v2);
   EXPECT_EQ(Lockstep({"sim", out}).code, kExitOk);
-  const Result bad = Lockstep({"import", "vllm", "--", ModelDir(), "--tensor-parallel-size", "2",
-                               "--enable-lora"});
+  const Result bad = Lockstep(
+      {"import", "vllm", "--", ModelDir(), "--tensor-parallel-size", "2", "--enable-lora"});
   EXPECT_EQ(bad.code, kExitUsage);
   EXPECT_THAT(bad.err, HasSubstr("unknown flag --enable-lora"));
 }

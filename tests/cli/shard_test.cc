@@ -1,9 +1,11 @@
 // Sharded explorations: lockstep explore --shard/--out/--for, lockstep merge,
 // replay bundles, and the shard from the environment (issue 16).
 
-#include <cstdlib>
+#include "cli/shard.h"
+
 #include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -15,7 +17,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "cli/commands.h"
-#include "cli/shard.h"
 #include "faults/explore.h"
 #include "faults/results_file.h"
 #include "gmock/gmock.h"
@@ -60,8 +61,8 @@ std::string Topologies() { return LOCKSTEP_SOURCE_DIR "/topologies"; }
 std::string FreshDir(const std::string& name) {
   // Per process: ctest runs each test of this file as its own process, and
   // they share names ("scenarios") that one would remove under another.
-  const std::string dir = lockstep::testing::ScratchDir() + "/shard_test-" +
-                          std::to_string(getpid()) + "/" + name;
+  const std::string dir =
+      lockstep::testing::ScratchDir() + "/shard_test-" + std::to_string(getpid()) + "/" + name;
   fs::remove_all(dir);
   fs::create_directories(dir);
   return dir;
@@ -82,9 +83,9 @@ std::string Scenarios() {
 }
 
 std::vector<std::string> Exploration(std::vector<std::string> extra = {}) {
-  std::vector<std::string> args = {"explore",  Scenarios(), "--catalogue", Topologies(),
-                                   "--seeds",  "6",         "--policy",    "no-hybrid-fusion-gate",
-                                   "--schedule", "pct:3"};
+  std::vector<std::string> args = {
+      "explore", Scenarios(), "--catalogue",           Topologies(), "--seeds",
+      "6",       "--policy",  "no-hybrid-fusion-gate", "--schedule", "pct:3"};
   args.insert(args.end(), extra.begin(), extra.end());
   return args;
 }
@@ -171,9 +172,9 @@ TEST(ShardTest, MissingAndDuplicatedShardsAreListed) {
   fs::copy_file(again + "/shard-0001-of-0002.jsonl", other + "/shard-0001-of-0002.jsonl");
   r = RunLockstep({"merge", again, other});
   EXPECT_EQ(r.code, kExitUsage);
-  EXPECT_THAT(r.err, HasSubstr("duplicated: shard 1 of 2 in " + again +
-                               "/shard-0001-of-0002.jsonl, " + other +
-                               "/shard-0001-of-0002.jsonl; keep one of them"));
+  EXPECT_THAT(r.err,
+              HasSubstr("duplicated: shard 1 of 2 in " + again + "/shard-0001-of-0002.jsonl, " +
+                        other + "/shard-0001-of-0002.jsonl; keep one of them"));
 }
 
 TEST(ShardTest, MixedExplorationsAreRefused) {
@@ -260,7 +261,7 @@ TEST(ShardTest, StopOnFailureGivesTheSamePrefixWhateverJobs) {
   }
   EXPECT_EQ(outs[0], outs[1]);
   EXPECT_THAT(outs[0], HasSubstr("2 scenario(s), 2 run(s) of random seeds from root seed 99 (--for "
-                               "20s, stopping at the first failure)"));
+                                 "20s, stopping at the first failure)"));
   EXPECT_THAT(outs[0], HasSubstr("failures by signature (1)"));
 }
 
@@ -345,7 +346,9 @@ TEST(ResolveShardTest, MalformedEnvironmentsNameTheVariable) {
        "SLURM_ARRAY_TASK_MIN is not set"},
       {{{"SLURM_ARRAY_TASK_ID", "1"}, {"SLURM_ARRAY_TASK_MIN", "2"}},
        "SLURM_ARRAY_TASK_ID=1 is below SLURM_ARRAY_TASK_MIN=2"},
-      {{{"SLURM_ARRAY_TASK_ID", "5"}, {"SLURM_ARRAY_TASK_MIN", "1"}, {"SLURM_ARRAY_TASK_COUNT", "3"}},
+      {{{"SLURM_ARRAY_TASK_ID", "5"},
+        {"SLURM_ARRAY_TASK_MIN", "1"},
+        {"SLURM_ARRAY_TASK_COUNT", "3"}},
        "shard index 4 is not below the count 3"},
       {{{"JOB_COMPLETION_INDEX", "2"}}, "give --shard-count N or set LOCKSTEP_SHARD_COUNT"},
       {{{"JOB_COMPLETION_INDEX", "2"}, {"LOCKSTEP_SHARD_COUNT", ""}},

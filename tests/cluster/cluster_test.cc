@@ -61,8 +61,8 @@ std::string Scenario() { return absl::StrCat(kSource, "/topologies/scenarios/", 
 // What one unsharded exploration prints.
 std::string Unsharded(const std::string& dir) {
   const std::string out = dir + "/unsharded.txt";
-  Shell(absl::StrCat(kCli, " explore ", Scenario(), " ", ExploreArgs(), " > ", out,
-                     " 2>/dev/null"));
+  Shell(
+      absl::StrCat(kCli, " explore ", Scenario(), " ", ExploreArgs(), " > ", out, " 2>/dev/null"));
   return ReadFile(out);
 }
 

@@ -26,9 +26,13 @@ using ::testing::HasSubstr;
 Scenario Late(const std::string& dispatch, int64_t delay_us, const std::string& timeouts) {
   return testing::ScenarioFromYaml(
       "version: 1\nname: late\nhardware: h200x8\nparallel: {tp: 8}\nmodel: llama-3-70b\n"
-      "dispatch: " + dispatch + "\n"
+      "dispatch: " +
+      dispatch +
+      "\n"
       "workload: {steps: 3, tokens: [1, 16], layers: 2}\n"
-      "timeouts: " + timeouts + "\n"
+      "timeouts: " +
+      timeouts +
+      "\n"
       "faults:\n  - {kind: straggler, ranks: [5], at_step: 1, delay_us: " +
       std::to_string(delay_us) + "}\n");
 }
@@ -75,10 +79,11 @@ TEST(BoundedWaitTest, APeerLatePastTheWatchdogEndsTheNcclCallAsTheGpuDoes) {
   EXPECT_EQ(r.detector, Detector::kBackendRaised);
   // GpuNcclBackend::WaitFor's words, on the group named as the hardware
   // runner names it.
-  EXPECT_THAT(r.summary, ContainsRegex("raised in nccl all-reduce at .*: DEADLINE_EXCEEDED: NCCL "
-                                       "all-reduce on tp \\[[0-7,]+\\] \\(call [0-9]+ of the group\\) "
-                                       "did not complete within 0\\.001 s; the watchdog aborted "
-                                       "the communicator \\(a peer never joined the call\\)"));
+  EXPECT_THAT(r.summary,
+              ContainsRegex("raised in nccl all-reduce at .*: DEADLINE_EXCEEDED: NCCL "
+                            "all-reduce on tp \\[[0-7,]+\\] \\(call [0-9]+ of the group\\) "
+                            "did not complete within 0\\.001 s; the watchdog aborted "
+                            "the communicator \\(a peer never joined the call\\)"));
   // The fused kernel's budget does not bound NCCL.
   EXPECT_EQ(Simulated(Late(kNccl, 5000, "{kernel_wait_ms: 1}")).verdict, Verdict::kClean);
 }
@@ -127,9 +132,9 @@ TEST(WaitReportTest, TheWordsOfEveryExpiredWait) {
   EXPECT_EQ(protocol::WatchdogExpired("all-reduce", "tp [0,1]", 7, 60'000'000'000ull).message(),
             "NCCL all-reduce on tp [0,1] (call 7 of the group) did not complete within 60.000 s; "
             "the watchdog aborted the communicator (a peer never joined the call)");
-  EXPECT_THAT(protocol::WatchdogExpired("reduce-scatter", "tp [0,1]", std::nullopt, 1'000'000)
-                  .message(),
-              HasSubstr("NCCL reduce-scatter on tp [0,1] did not complete within 0.001 s"));
+  EXPECT_THAT(
+      protocol::WatchdogExpired("reduce-scatter", "tp [0,1]", std::nullopt, 1'000'000).message(),
+      HasSubstr("NCCL reduce-scatter on tp [0,1] did not complete within 0.001 s"));
   EXPECT_EQ(protocol::PeerMissedDeadline("activations from rank 3").message(),
             "activations from rank 3: a peer did not take part before the watchdog's deadline");
 }

@@ -92,9 +92,7 @@ TEST(DecisionLogTest, TwoRunsOfOneScenarioCompareRankByRank) {
 }
 
 // Hand-made logs of two ranks on tp [0,1].
-std::string Header(int rank) {
-  return DecisionLogHeader(rank, 2, "python", "").dump() + "\n";
-}
+std::string Header(int rank) { return DecisionLogHeader(rank, 2, "python", "").dump() + "\n"; }
 std::string Entry(int call, int seq, const std::string& site, const std::string& backend,
                   bool initialized) {
   return nlohmann::json{{"call", call},
@@ -162,7 +160,8 @@ TEST(DecisionLogTest, BadLogsAreRefusedNamingTheFileLineAndKey) {
   EXPECT_THAT(error(Header(0) + "not json\n"), HasSubstr("rank-0.jsonl:2: not a JSON object"));
   EXPECT_THAT(error(Header(0) + std::string(100000, '[') + "\n"),
               HasSubstr("rank-0.jsonl:2: a line of 100000 bytes"));
-  EXPECT_THAT(error(Header(0) + "{\"call\":0}\n"), HasSubstr("rank-0.jsonl:2: missing key 'group'"));
+  EXPECT_THAT(error(Header(0) + "{\"call\":0}\n"),
+              HasSubstr("rank-0.jsonl:2: missing key 'group'"));
   nlohmann::json e = nlohmann::json::parse(Entry(0, 0, "x", "fused", true));
   e["peers"] = {1};
   EXPECT_THAT(error(Header(0) + e.dump() + "\n"),
@@ -175,8 +174,8 @@ TEST(DecisionLogTest, BadLogsAreRefusedNamingTheFileLineAndKey) {
   EXPECT_THAT(error(Header(0) + e.dump() + "\n"),
               HasSubstr("input 'x' must be a boolean, a number or a string"));
   // A peer without a log is an error, not a divergence.
-  absl::StatusOr<RankDecisionLog> only = ParseDecisionLog(
-      Header(0) + Entry(0, 0, "x", "fused", true), "rank-0.jsonl");
+  absl::StatusOr<RankDecisionLog> only =
+      ParseDecisionLog(Header(0) + Entry(0, 0, "x", "fused", true), "rank-0.jsonl");
   ASSERT_TRUE(only.ok());
   absl::StatusOr<DecisionLogCheck> check = CheckDecisionLogs({*only});
   EXPECT_EQ(check.status().code(), absl::StatusCode::kFailedPrecondition);

@@ -151,9 +151,9 @@ TEST(FaultKindsTest, LayerAndSitePlacementIsRefusedWhereItCannotFire) {
             cli::kExitUsage);
   EXPECT_THAT(err, HasSubstr(":8: faults[0].at_layer: layer 2 is past the model's last layer (it "
                              "runs 2: layers 0 to 1); the fault would never fire"));
-  EXPECT_EQ(RunSim("{kind: kernel_launch_failure, ranks: [1], at_call: 1, at_site: attn_out}",
-                   &err),
-            cli::kExitUsage);
+  EXPECT_EQ(
+      RunSim("{kind: kernel_launch_failure, ranks: [1], at_call: 1, at_site: attn_out}", &err),
+      cli::kExitUsage);
   EXPECT_THAT(err, HasSubstr("at_call: fault 'kernel_launch_failure' is placed by at_site too"));
   // A dense model has no MoE reduction: the fault would never fire.
   EXPECT_EQ(RunSim("{kind: kernel_launch_failure, ranks: [1], at_step: 1, at_site: moe}", &err),
@@ -208,8 +208,9 @@ TEST(FaultKindsTest, ACallFaultPlacedAtAStepLayerAndSiteFiresAtThatCall) {
   EXPECT_EQ(r.details["site"], "step 1 layer 1 attn_out") << r.summary;
   EXPECT_EQ(r.details["rank"], 2);
   // Without a step: the first call at that layer and site.
-  const SimResult site = SimulateFault("{kind: kernel_launch_failure, ranks: [1], at_site: "
-                                       "dense_deferred}");
+  const SimResult site = SimulateFault(
+      "{kind: kernel_launch_failure, ranks: [1], at_site: "
+      "dense_deferred}");
   ASSERT_EQ(site.verdict, Verdict::kFailStop) << site.summary;
   EXPECT_EQ(site.details["site"], "step 0 layer 1 dense_deferred") << site.summary;
   // A layer alone: its first call.

@@ -69,8 +69,8 @@ void Rewire(SimRun& run, int rank, GroupRole role, const DispatchPolicy* policy)
   const int object = run.ctx.layout.ObjectIndex(role);
   std::unique_ptr<GroupCoordinator>& c =
       run.ranks[static_cast<size_t>(rank)].wiring.groups[static_cast<size_t>(object)].coordinator;
-  c = std::make_unique<GroupCoordinator>(c->name(), c->group(), c->world_size(),
-                                         c->rank_in_group(), c->hint(), c->backends(), policy);
+  c = std::make_unique<GroupCoordinator>(c->name(), c->group(), c->world_size(), c->rank_in_group(),
+                                         c->hint(), c->backends(), policy);
 }
 
 SimResult RunScenario(const SimOptions& o) {
