@@ -9,6 +9,7 @@
 
 #include "absl/status/status.h"
 #include "dispatch/decision.h"
+#include "dispatch/fused_launch.h"
 #include "dispatch/rank_local_state.h"
 #include "dispatch/tensor.h"
 #include "dispatch/workspace.h"
@@ -160,6 +161,9 @@ struct GroupBackends {
   FusedAllReduceBackend* norm_on_moe_workspace = nullptr;
   // The rank's raw local state. The reference policy never reads it.
   const RankLocalState* local = nullptr;
+  // The fused kernel's tactic, as the start-up autotuner chose it (null: the
+  // built-in table; dispatch/fused_launch.h).
+  const FusedTactic* tactic = nullptr;
 };
 
 }  // namespace lockstep

@@ -23,6 +23,29 @@ int64_t OneShotMaxBytes(int world_size);
 // One-shot when bytes <= OneShotMaxBytes(world_size), else two-shot.
 Algorithm SelectFusedAlgorithm(int64_t bytes, int world_size);
 
+// The start-up autotuner (workload.autotune; docs/FAULTS.md, "Autotuning"):
+// the fused kernel's tactic is the one-shot/two-shot cut-over, one of
+// kTunerCandidates scalings of OneShotMaxBytes (a quarter, as built, four
+// times). Candidate kBuiltInTactic is the table itself, what a rank uses
+// when no tuner ran. Every member of a group must use the same one: a rank
+// on another cut-over runs another protocol for the messages in between
+// (FlashInfer #3186/#3187, SGLang #23317: tactics picked per rank).
+inline constexpr int kTunerCandidates = 3;
+inline constexpr int kBuiltInTactic = 1;
+struct FusedTactic {
+  int candidate = kBuiltInTactic;  // 0 .. kTunerCandidates - 1
+  friend bool operator==(const FusedTactic&, const FusedTactic&) = default;
+};
+// The cut-over of `tactic` for a group of `world_size` ranks.
+int64_t TunedOneShotMaxBytes(int world_size, FusedTactic tactic);
+// One-shot when bytes <= TunedOneShotMaxBytes(world_size, tactic).
+Algorithm SelectFusedAlgorithm(int64_t bytes, int world_size, FusedTactic tactic);
+// The time the tuner's profile run of `candidate` measures on a rank, in ns
+// (a model: the built-in cut-over is fastest; `favoured`, when it is a
+// candidate, is what this rank's own timings make fastest — a busy
+// neighbour, a throttled clock; RankLocalState::tuner_favoured).
+int64_t TunerProfileNs(int candidate, int favoured);
+
 // Grid size (thread blocks per rank) of the fused kernel: one block per
 // kFusedBytesPerBlock of message, between 1 and kFusedMaxBlocks. A function of
 // the message size alone, never of the local device's SM count: per-block

@@ -54,10 +54,26 @@ CommBackend* DispatchPolicy::Choose(const GroupBackends& b, const CallDesc& call
   return b.nccl;
 }
 
-void DispatchPolicy::ConfigureFusedLaunch(const GroupBackends&, const CallDesc& call,
+FusedTactic DispatchPolicy::ChooseTactic(const std::vector<std::vector<int64_t>>& timings,
+                                         const std::vector<int64_t>& /*mine*/) const {
+  FusedTactic best;
+  int64_t best_slowest = -1;
+  for (size_t c = 0; c < timings.size(); ++c) {
+    int64_t slowest = 0;
+    for (int64_t t : timings[c]) slowest = std::max(slowest, t);
+    if (best_slowest < 0 || slowest < best_slowest) {
+      best_slowest = slowest;
+      best.candidate = static_cast<int>(c);
+    }
+  }
+  return best;
+}
+
+void DispatchPolicy::ConfigureFusedLaunch(const GroupBackends& b, const CallDesc& call,
                                           DecisionRecord& r) const {
   const int64_t bytes = call.tensor.bytes();
-  r.algorithm = SelectFusedAlgorithm(bytes, r.group_world_size);
+  r.algorithm = SelectFusedAlgorithm(bytes, r.group_world_size,
+                                     b.tactic != nullptr ? *b.tactic : FusedTactic{});
   r.blocks = FusedGridBlocks(bytes);
   r.fp32_acc = true;
   r.kernel_flags = kReferenceKernelFlags;

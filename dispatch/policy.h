@@ -142,6 +142,23 @@ class DispatchPolicy {
   // never (SGLang #31699 and #37199 did, scaling it by the group size).
   virtual bool ReduceReplicatedOutput(const ParallelWidths& /*widths*/) const { return false; }
 
+  // ---- The start-up autotuner (workload.autotune; docs/FAULTS.md). ----
+
+  // Whether a rank whose tuning cache is warm still joins the tuner's
+  // collectives over its TP group. Reference: yes — whether to tune at all is
+  // agreed by the tuner's handshake (every member's cached tactic), so a warm
+  // rank never leaves its cold peers waiting (FlashInfer RFC #3920, vLLM
+  // #54618: a warm rank skipped the tuner's collectives).
+  virtual bool JoinTunerWhenWarm() const { return true; }
+  // The tactic, from every member's profile timings (`timings[c]`: candidate
+  // c's time on each member, in the group's order) and this rank's own
+  // (`mine[c]`). Reference: the candidate whose slowest member is fastest (a
+  // collective runs at its slowest member's pace), the lowest index on ties:
+  // the same on every member (FlashInfer #3186/#3187 picked from each rank's
+  // own timings).
+  virtual FusedTactic ChooseTactic(const std::vector<std::vector<int64_t>>& timings,
+                                   const std::vector<int64_t>& mine) const;
+
  protected:
   // The fused, fused-norm and custom backends' admission, as Choose() asks
   // it. Reference: their reference predicates over agreed state.
@@ -160,9 +177,10 @@ class DispatchPolicy {
   }
 
   // Fills the algorithm and launch shape once the fused backend is chosen.
-  // Reference: SelectFusedAlgorithm / FusedGridBlocks on the message size and
-  // group size (lockstep's kernels), fp32_acc = true (SGLang 0.5.23 passes
-  // fp32_acc=True to both fused paths, flashinfer_comm_fusion.py:1039-1040).
+  // Reference: SelectFusedAlgorithm / FusedGridBlocks on the message size,
+  // the group size and the agreed tactic (lockstep's kernels), fp32_acc =
+  // true (SGLang 0.5.23 passes fp32_acc=True to both fused paths,
+  // flashinfer_comm_fusion.py:1039-1040).
   virtual void ConfigureFusedLaunch(const GroupBackends& backends, const CallDesc& call,
                                     DecisionRecord& record) const;
   // Fills the grid once the custom all-reduce is chosen. Reference:

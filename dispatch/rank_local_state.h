@@ -43,6 +43,11 @@ struct RankLocalState {
   // How far this rank's local token count differs from what it agreed to
   // pad to (DP attention).
   int64_t token_count_skew = 0;
+  // The start-up autotuner: the candidate this rank's own profile timings
+  // make fastest (-1: none stands out; TunerProfileNs), and the tactic its
+  // tuning cache holds from an earlier run (-1: a cold cache).
+  int tuner_favoured = -1;
+  int tuner_cache_tactic = -1;
 };
 
 }  // namespace lockstep

@@ -36,6 +36,12 @@ bool HasDpAttention(const Scenario& s, const ParallelLayout& l) {
   return l.widths().DpAttention();
 }
 
+// The start-up autotuner runs (workload.autotune) over a TP group of two or
+// more ranks with a fused backend.
+bool HasAutotune(const Scenario& s, const ParallelLayout& l) {
+  return s.workload.autotune && l.widths().tp > 1 && FusedBackendOn(s, l);
+}
+
 bool WorkspaceBindingHasOtherPeers(const Scenario& s, const ParallelLayout& l) {
   if (!FusedBackendOn(s, l)) return false;
   // The MoE workspace's group under SGLang 0.5.23 (the post-experts
@@ -124,6 +130,12 @@ void SmCountDivergence(const FaultSpec& f, const Scenario&, RankLocalState& st) 
   st.sm_count = static_cast<int>(ParamOr(f, "sm_count", 66));
 }
 void Fp32AccEnv(const FaultSpec&, const Scenario&, RankLocalState& st) { st.fp32_acc_env = true; }
+void TunerTimingSkew(const FaultSpec& f, const Scenario&, RankLocalState& st) {
+  st.tuner_favoured = static_cast<int>(ParamOr(f, "favour", 0));
+}
+void WarmTunerCache(const FaultSpec& f, const Scenario&, RankLocalState& st) {
+  st.tuner_cache_tactic = static_cast<int>(ParamOr(f, "tactic", 0));
+}
 void WorkspaceAllocFailure(const FaultSpec&, const Scenario&, RankLocalState& st) {
   st.workspace_allocated = false;
 }
@@ -176,6 +188,16 @@ void DrawDelay(const Scenario&, int64_t, Rng& rng, FaultSpec& f) {
 }
 void DrawLateSteps(const Scenario&, int64_t, Rng& rng, FaultSpec& f) {
   f.params["steps"] = absl::StrCat(1 + rng.Below(100));
+}
+void DrawTunerCandidate(const Scenario&, int64_t, Rng& rng, FaultSpec& f, const char* param) {
+  // A candidate other than the built-in one: 0 or 2.
+  f.params[param] = rng.Chance(1, 2) ? "0" : "2";
+}
+void DrawFavour(const Scenario& s, int64_t calls, Rng& rng, FaultSpec& f) {
+  DrawTunerCandidate(s, calls, rng, f, "favour");
+}
+void DrawCachedTactic(const Scenario& s, int64_t calls, Rng& rng, FaultSpec& f) {
+  DrawTunerCandidate(s, calls, rng, f, "tactic");
 }
 void DrawEpoch(const Scenario&, int64_t calls, Rng& rng, FaultSpec& f) {
   f.params["epoch"] = absl::StrCat(2 + rng.Below(static_cast<uint64_t>(calls)));
@@ -482,6 +504,30 @@ const std::vector<FaultKindInfo>& Table() {
        &HasFusedBackend,
        &DrawNothing,
        {.local = &Fp32AccEnv}},
+      {"tuner_timing_skew",
+       FaultCategory::kPredicateInput,
+       Verdict::kClean,
+       "the rank's own autotuner timings favour another tactic (FlashInfer #3186/#3187)",
+       "the tactic is chosen from every member's timings, the same on every rank",
+       FaultStage::kInit,
+       {},
+       {{"favour", "the candidate (0, 1 or 2) the rank's timings make fastest (default 0)", 2}},
+       true,
+       &HasAutotune,
+       &DrawFavour,
+       {.local = &TunerTimingSkew}},
+      {"warm_tuner_cache",
+       FaultCategory::kPredicateInput,
+       Verdict::kClean,
+       "the rank's autotuner cache is warm from an earlier run (FlashInfer RFC #3920)",
+       "whether to tune is agreed by the tuner's handshake: the warm rank tunes with its peers",
+       FaultStage::kInit,
+       {},
+       {{"tactic", "the candidate (0, 1 or 2) the rank's cache holds (default 0)", 2}},
+       true,
+       &HasAutotune,
+       &DrawCachedTactic,
+       {.local = &WarmTunerCache}},
       // --- Initialisation. ---
       {"workspace_alloc_failure",
        FaultCategory::kInit,
@@ -728,7 +774,11 @@ absl::Status ValidateFault(const Scenario& s, const ParallelLayout& layout, cons
     }
     // Every numeric parameter is a count, a size or a duration: never
     // negative, and bounded so that a typo cannot stall a run for hours.
-    const int64_t limit = key == "delay_us" ? int64_t{60'000'000} : int64_t{1} << 40;
+    const auto param = std::find_if(kind->params.begin(), kind->params.end(),
+                                    [&key](const FaultParam& p) { return p.name == key; });
+    const int64_t limit = param->max > 0      ? param->max
+                          : key == "delay_us" ? int64_t{60'000'000}
+                                              : int64_t{1} << 40;
     if (number < 0 || number > limit) {
       return absl::InvalidArgumentError(
           absl::StrFormat("%s: fault '%s' parameter '%s' must be between 0 and %d, got %d", where,

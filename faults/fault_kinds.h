@@ -69,6 +69,7 @@ std::string_view FaultKeyName(FaultKey key);  // "at_call", "at_step", "at_layer
 struct FaultParam {
   std::string_view name;
   std::string_view help;  // what it means and its default
+  int64_t max = 0;        // a numeric parameter's largest value (0: the common bound)
 };
 
 // Whether `f` is placed by layer or site (at_layer, at_site): it then

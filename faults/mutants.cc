@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <memory>
+#include <vector>
 
 #include "dispatch/fused_launch.h"
 #include "dispatch/pr30700_policy.h"
@@ -317,6 +318,31 @@ class LocalPredicates : public DispatchPolicy {
   }
 };
 
+// FlashInfer #3186/#3187 (SGLang #23317 the same class): the autotuner's
+// tactic picked from the rank's own profile timings. A rank whose timings
+// favour another cut-over runs the other algorithm for the messages in
+// between, while its peers run this one.
+class TacticFromLocalTimings : public DispatchPolicy {
+ public:
+  std::string_view name() const override { return "tactic-from-local-timings"; }
+  FusedTactic ChooseTactic(const std::vector<std::vector<int64_t>>&,
+                           const std::vector<int64_t>& mine) const override {
+    FusedTactic best;
+    for (size_t c = 0; c < mine.size(); ++c) {
+      if (mine[c] < mine[static_cast<size_t>(best.candidate)]) best.candidate = static_cast<int>(c);
+    }
+    return best;
+  }
+};
+
+// FlashInfer RFC #3920, vLLM #54618: a rank whose tuning cache is warm skips
+// the tuner — and its collectives — while its cold peers wait in them.
+class WarmCacheSkipsTuner : public DispatchPolicy {
+ public:
+  std::string_view name() const override { return "warm-cache-skips-tuner"; }
+  bool JoinTunerWhenWarm() const override { return false; }
+};
+
 template <typename Policy>
 std::unique_ptr<DispatchPolicy> Make() {
   return std::make_unique<Policy>();
@@ -327,8 +353,8 @@ struct MutantEntry {
   std::unique_ptr<DispatchPolicy> (*make)();
 };
 
-const std::array<MutantEntry, 15>& Entries() {
-  static const std::array<MutantEntry, 15> kEntries = {{
+const std::array<MutantEntry, 17>& Entries() {
+  static const std::array<MutantEntry, 17> kEntries = {{
       {{"swallow-kernel-error", "a failing fused kernel falls back to NCCL on its own rank",
         "SGLang PR #30700 review (try/except fallback)", Verdict::kHang, "kernel_launch_failure"},
        &Make<SwallowKernelError>},
@@ -386,6 +412,13 @@ const std::array<MutantEntry, 15>& Entries() {
         "SGLang PR #30700 review (all checks must be rank-invariant)", Verdict::kHang,
         "the predicate-input faults"},
        &Make<LocalPredicates>},
+      {{"tactic-from-local-timings", "the autotuner's tactic picked from the rank's own timings",
+        "FlashInfer #3186, #3187; SGLang #23317 (tactics chosen per rank)", Verdict::kWrongPeer,
+        "tuner_timing_skew"},
+       &Make<TacticFromLocalTimings>},
+      {{"warm-cache-skips-tuner", "a rank with a warm tuning cache skips the tuner's collectives",
+        "FlashInfer RFC #3920; vLLM #54618", Verdict::kHang, "warm_tuner_cache"},
+       &Make<WarmCacheSkipsTuner>},
   }};
   return kEntries;
 }

@@ -228,6 +228,10 @@ void HwRank::BeginStep(int step) {
 }
 
 std::optional<std::vector<int64_t>> HwRank::AllGatherTokens(int64_t mine) {
+  return AllGatherValue(mine, "DP-attention token all-gather");
+}
+
+std::optional<std::vector<int64_t>> HwRank::AllGatherValue(int64_t mine, std::string_view what) {
   GpuGroup& tp = groups_[static_cast<size_t>(layout_.ObjectIndex(GroupRole::kTp))];
   if (tp.mpi == MPI_COMM_NULL) return std::vector<int64_t>{mine};
   int size = 0;
@@ -235,8 +239,7 @@ std::optional<std::vector<int64_t>> HwRank::AllGatherTokens(int64_t mine) {
   std::vector<int64_t> counts(static_cast<size_t>(size));
   MPI_Request request;
   MPI_Iallgather(&mine, 1, MPI_INT64_T, counts.data(), 1, MPI_INT64_T, tp.mpi, &request);
-  if (absl::Status s =
-          WaitMpiRequest(&request, Deadline(), "DP-attention token all-gather over " + tp.name);
+  if (absl::Status s = WaitMpiRequest(&request, Deadline(), std::string(what) + " over " + tp.name);
       !s.ok()) {
     FailWait(s);
     return std::nullopt;

@@ -12,6 +12,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "dispatch/group_coordinator.h"
@@ -68,6 +69,8 @@ class HwRank : private CallHook {
   const RankLocalState& Local() const { return wiring_.local; }
   void Compute(int64_t, int) {}
   std::optional<std::vector<int64_t>> AllGatherTokens(int64_t mine);
+  std::optional<std::vector<int64_t>> AllGatherValue(int64_t mine, std::string_view what);
+  void SetFusedTactic(FusedTactic tactic) { wiring_.tactic = tactic; }
   bool RecvActivation(int from, int64_t elems);
   void SendActivation(int to, int64_t elems);
   void* Input(const SiteRef& at, uint64_t instance, int64_t elems);

@@ -3,6 +3,8 @@
 // dispatch core.
 
 #include <optional>
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/strings/str_format.h"
@@ -42,24 +44,28 @@ class SimHost {
   const RankLocalState& Local() const { return rt_.wiring.local; }
 
   std::optional<std::vector<int64_t>> AllGatherTokens(int64_t mine) {
+    return AllGatherValue(mine, "DP-attention token all-gather");
+  }
+  std::optional<std::vector<int64_t>> AllGatherValue(int64_t mine, std::string_view what) {
     const int object = ctx_.layout.ObjectIndex(GroupRole::kTp);
     const auto* nccl = static_cast<const SimNcclBackend*>(
         rt_.wiring.groups[static_cast<size_t>(object)].nccl.get());
     if (nccl == nullptr) return std::nullopt;
     SimComm* comm = nccl->comm();
     ctx_.scheduler.Yield();
-    std::vector<int64_t> counts = comm->AllGather(comm->MemberOf(rank_), mine);
+    std::vector<int64_t> values = comm->AllGather(comm->MemberOf(rank_), mine);
     if (ctx_.stopped()) return std::nullopt;
     if (const std::optional<int64_t> at = comm->TakeExpiry(comm->MemberOf(rank_))) {
-      // The hardware runner exchanges token counts over MPI, under the
-      // watchdog's deadline (hw/hw_rank.cc AllGatherTokens).
+      // The hardware runner exchanges these over MPI, under the watchdog's
+      // deadline (hw/hw_rank.cc AllGatherValue).
       ctx_.Report(BoundedWaitFinding(
-          rank_, nullptr,
-          protocol::PeerMissedDeadline("DP-attention token all-gather over " + comm->name()), *at));
+          rank_, nullptr, protocol::PeerMissedDeadline(std::string(what) + " over " + comm->name()),
+          *at));
       return std::nullopt;
     }
-    return counts;
+    return values;
   }
+  void SetFusedTactic(FusedTactic tactic) { rt_.wiring.tactic = tactic; }
 
   bool RecvActivation(int from, int64_t elems) {
     ctx_.scheduler.Yield();

@@ -146,7 +146,9 @@ MemoryEstimate EstimateRunMemory(const Scenario& s, const ParallelLayout& layout
         // Two-shot splits each message among the members: twice the pieces.
         const uint64_t message = Mul(Mul(tokens, static_cast<uint64_t>(s.model.hidden)),
                                      static_cast<uint64_t>(DTypeSize(s.dispatch.dtype)));
-        const bool two_shot = message > static_cast<uint64_t>(OneShotMaxBytes(n));
+        // The tuner may pick the lowest cut-over (workload.autotune).
+        const FusedTactic lowest = s.workload.autotune ? FusedTactic{0} : FusedTactic{};
+        const bool two_shot = message > static_cast<uint64_t>(TunedOneShotMaxBytes(n, lowest));
         fused = Add(fused,
                     Mul(workspaces, Mul(pairs, two_shot ? kTwoShotPairBytes : kOneShotPairBytes)));
         largest_fused = std::max(largest_fused, n);

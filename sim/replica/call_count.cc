@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <string_view>
 #include <vector>
 
 #include "dispatch/rank_local_state.h"
@@ -44,6 +45,11 @@ class CountingHost {
     }
     return counts;
   }
+  // Every member brings the same value: what a fault-free run agrees on.
+  std::optional<std::vector<int64_t>> AllGatherValue(int64_t mine, std::string_view /*what*/) {
+    return std::vector<int64_t>(static_cast<size_t>(layout_.widths().tp), mine);
+  }
+  void SetFusedTactic(FusedTactic /*tactic*/) {}
   bool RecvActivation(int /*from*/, int64_t /*elems*/) { return true; }
   void SendActivation(int /*to*/, int64_t /*elems*/) {}
   void Compute(int64_t /*tokens*/, int /*tp*/) {}

@@ -125,6 +125,7 @@ absl::Status WireGroups(const WiringConfig& config, const ParallelLayout& layout
     const WorkspaceKind hint = tags.ForObject(object);
     GroupBackends backends;
     backends.local = &wiring.local;
+    backends.tactic = &wiring.tactic;
     if (g.size > 1) {
       // A fused backend on `handle`'s workspace (`view`), agreed with `state`.
       auto make_fused = [&](WorkspaceHandle handle, const Workspace* view,

@@ -132,7 +132,10 @@ struct RankWiring {
   WorkspaceHandle attn_handle = kNoWorkspace;
   WorkspaceHandle moe_handle = kNoWorkspace;
   bool library_available = false;  // the TP vote, as the policy read it
-  std::vector<Group> groups;       // by group object
+  // The fused kernel's tactic every group's dispatch reads (the start-up
+  // autotuner sets it: sim/replica/workload_program.h, Autotune).
+  FusedTactic tactic;
+  std::vector<Group> groups;  // by group object
 
   RankWiring() = default;
   RankWiring(const RankWiring&) = delete;

@@ -16,6 +16,10 @@
 //   int64_t TokenSkew();                          // tokens added on this rank
 //   // The TP group's token counts, one per TP rank; nullopt ends the rank.
 //   std::optional<std::vector<int64_t>> AllGatherTokens(int64_t mine);
+//   // One value per TP rank, for the collective `what` ("autotuner
+//   // handshake"; named in a bounded wait's report); nullopt ends the rank.
+//   std::optional<std::vector<int64_t>> AllGatherValue(int64_t mine, std::string_view what);
+//   void SetFusedTactic(FusedTactic);             // what the autotuner chose
 //   bool RecvActivation(int from, int64_t elems); void SendActivation(int to, int64_t elems);
 //   void Compute(int64_t tokens, int tp);
 //   // This rank's contribution: every row, or only rows [first, first + n)
@@ -42,8 +46,10 @@
 #include <algorithm>
 #include <optional>
 #include <span>
+#include <string_view>
 #include <vector>
 
+#include "dispatch/fused_launch.h"
 #include "dispatch/group_layout.h"
 #include "dispatch/layer_boundary.h"
 #include "dispatch/policy.h"
@@ -110,6 +116,7 @@ class WorkloadProgram {
   }
 
   void Run() {
+    if (!Autotune()) return;
     for (int step = 0; step < scenario_.workload.steps && !host_.Stopped(); ++step) {
       host_.BeginStep(step);
       if (!Step(step)) return;
@@ -126,6 +133,47 @@ class WorkloadProgram {
     SiteRef site;  // where the sum was owed
     FfnKind ffn;
   };
+
+  // The start-up autotuner (workload.autotune), over this rank's TP group:
+  // a handshake gathers every member's cached tactic; unless every cache
+  // holds the same one, each candidate is profiled (one collective each,
+  // carrying the member's time) and the policy chooses from the timings.
+  // Its collectives are NCCL's, outside the dispatch (not on the trace).
+  bool Autotune() {
+    const ReplicaConfig& config = host_.Config();
+    if (!scenario_.workload.autotune || w_.tp <= 1 ||
+        config.fusion_backend == FusionBackend::kNone) {
+      return true;
+    }
+    const DispatchPolicy& policy = host_.Policy();
+    const RankLocalState& local = host_.Local();
+    const int cached = local.tuner_cache_tactic;
+    if (cached >= 0 && !policy.JoinTunerWhenWarm()) {
+      host_.SetFusedTactic(FusedTactic{cached});
+      return true;
+    }
+    const std::optional<std::vector<int64_t>> caches =
+        host_.AllGatherValue(cached, "autotuner handshake");
+    if (!caches) return false;
+    const int64_t first = caches->front();
+    const bool agreed_cache = first >= 0 && std::all_of(caches->begin(), caches->end(),
+                                                        [first](int64_t c) { return c == first; });
+    if (agreed_cache) {
+      host_.SetFusedTactic(FusedTactic{static_cast<int>(first)});
+      return true;
+    }
+    std::vector<std::vector<int64_t>> timings;
+    std::vector<int64_t> mine;
+    for (int c = 0; c < kTunerCandidates; ++c) {
+      mine.push_back(TunerProfileNs(c, local.tuner_favoured));
+      std::optional<std::vector<int64_t>> all =
+          host_.AllGatherValue(mine.back(), "autotuner profile run");
+      if (!all) return false;
+      timings.push_back(*std::move(all));
+    }
+    host_.SetFusedTactic(policy.ChooseTactic(timings, mine));
+    return true;
+  }
 
   int64_t Cycle(const std::vector<int64_t>& v, int step) const {
     return v[static_cast<size_t>(step) % v.size()];

@@ -123,8 +123,11 @@ Choice(const DecisionRecord& r) {
 // inputs they chose from differed (reported only when no call's members
 // chose differently), nor when some member never made it because it is
 // blocked at an earlier call elsewhere (reported only when no call's members
-// decided differently at all, as where the call sequences part).
-nlohmann::json FirstDivergentDecision(const SimRun& run, std::string* line) {
+// decided differently at all, as where the call sequences part). With
+// `choices_only`, only a call whose members chose differently is reported
+// (a run a finding stopped: calls its peers had not reached yet are no cause).
+nlohmann::json FirstDivergentDecision(const SimRun& run, std::string* line,
+                                      bool choices_only = false) {
   const ParallelLayout& layout = run.ctx.layout;
   std::map<GroupCallKey, GroupCall> calls;
   for (size_t r = 0; r < run.ranks.size(); ++r) {
@@ -169,6 +172,7 @@ nlohmann::json FirstDivergentDecision(const SimRun& run, std::string* line) {
     }
   }
   const Entry* reported = chose != nullptr ? chose : inputs != nullptr ? inputs : sequence;
+  if (choices_only) reported = chose;
   if (reported == nullptr) return nullptr;
   return DescribeDivergence(layout, reported->first, reported->second, line);
 }
@@ -236,6 +240,16 @@ SimResult AnalyzeRun(const SimRun& run) {
     result.details["observed_by_rank"] = ctx.finding->rank;
     result.details["virtual_time_ns"] = ctx.finding->at_ns;
     if (!swallowed.empty()) result.details["swallowed_errors"] = swallowed;
+    // A silent failure that ranks choosing differently explains: say where
+    // they first did (a tactic, an algorithm, a workspace).
+    if (IsSilentFailure(result.verdict)) {
+      std::string decision_line;
+      nlohmann::json divergence = FirstDivergentDecision(run, &decision_line, true);
+      if (!decision_line.empty()) {
+        result.summary += absl::StrFormat("; first divergent decision: %s", decision_line);
+        result.details["first_divergent_decision"] = std::move(divergence);
+      }
+    }
     return result;
   }
   const std::vector<int> blocked = ctx.scheduler.BlockedRanks();

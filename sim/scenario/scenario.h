@@ -96,6 +96,9 @@ struct WorkloadSpec {
   bool extend = false;       // prefill (extend) batches; else decode
   DataMode data = DataMode::kProvenance;
   bool ftz = false;  // kernels run with flush-to-zero
+  // The fused kernel's tactic is tuned at start-up over each TP group (a
+  // handshake, then one profile run per candidate; docs/FAULTS.md).
+  bool autotune = false;
 };
 
 // One injected fault (kinds and parameters: faults/, docs/FAULTS.md).

@@ -472,9 +472,9 @@ absl::Status ParseTokenList(const Reader& r, const YAML::Node& n, const std::str
 }
 
 absl::Status ParseWorkload(const Reader& r, const YAML::Node& n, WorkloadSpec* w) {
-  static constexpr std::string_view kKeys[] = {"steps",  "tokens",    "dp_tokens",
-                                               "layers", "embedding", "speculative",
-                                               "extend", "data",      "ftz"};
+  static constexpr std::string_view kKeys[] = {"steps",     "tokens",      "dp_tokens", "layers",
+                                               "embedding", "speculative", "extend",    "data",
+                                               "ftz",       "autotune"};
   LS_RETURN_IF_ERROR(r.CheckKeys(n, "workload", kKeys));
   LS_RETURN_IF_ERROR(r.Int(n, "workload", "steps", &w->steps, 1, 1000000));
   LS_RETURN_IF_ERROR(r.Int(n, "workload", "layers", &w->layers, 1, 10000));
@@ -482,6 +482,7 @@ absl::Status ParseWorkload(const Reader& r, const YAML::Node& n, WorkloadSpec* w
   LS_RETURN_IF_ERROR(r.Bool(n, "workload", "speculative", &w->speculative));
   LS_RETURN_IF_ERROR(r.Bool(n, "workload", "extend", &w->extend));
   LS_RETURN_IF_ERROR(r.Bool(n, "workload", "ftz", &w->ftz));
+  LS_RETURN_IF_ERROR(r.Bool(n, "workload", "autotune", &w->autotune));
   if (n["tokens"])
     LS_RETURN_IF_ERROR(ParseTokenList(r, n["tokens"], "workload.tokens", &w->tokens));
   if (const YAML::Node dp = n["dp_tokens"]) {
@@ -795,6 +796,7 @@ std::string ScenarioToYaml(const Scenario& s) {
   out << YAML::Key << "data" << YAML::Value
       << (w.data == DataMode::kNumeric ? "numeric" : "provenance");
   out << YAML::Key << "ftz" << YAML::Value << w.ftz;
+  if (w.autotune) out << YAML::Key << "autotune" << YAML::Value << w.autotune;
   out << YAML::EndMap;
   out << YAML::Key << "timeouts" << YAML::Value << YAML::Flow << YAML::BeginMap;
   out << YAML::Key << "kernel_wait_ms" << YAML::Value << s.timeouts.kernel_wait_ms;

@@ -3,9 +3,11 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "dispatch/backend.h"
 #include "dispatch/fused_launch.h"
+#include "dispatch/policy.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -78,6 +80,34 @@ TEST(FusedLaunchTest, AlgorithmDependsOnlyOnBytesAndWorldSize) {
   EXPECT_EQ(SelectFusedAlgorithm(OneShotMaxBytes(8) + 1, 8), Algorithm::kTwoShot);
   EXPECT_GE(OneShotMaxBytes(2), OneShotMaxBytes(4));
   EXPECT_GE(OneShotMaxBytes(4), OneShotMaxBytes(8));
+}
+
+TEST(FusedLaunchTest, TunedCutOverScalesTheBuiltInOneAndDecidesTheAlgorithm) {
+  const int64_t built_in = OneShotMaxBytes(8);
+  EXPECT_EQ(TunedOneShotMaxBytes(8, FusedTactic{}), built_in);
+  EXPECT_EQ(TunedOneShotMaxBytes(8, FusedTactic{0}), built_in / 4);
+  EXPECT_EQ(TunedOneShotMaxBytes(8, FusedTactic{2}), built_in * 4);
+  // 128 KiB at TP8: one-shot as built, two-shot under the quarter cut-over.
+  EXPECT_EQ(SelectFusedAlgorithm(128 << 10, 8, FusedTactic{}), Algorithm::kOneShot);
+  EXPECT_EQ(SelectFusedAlgorithm(128 << 10, 8, FusedTactic{0}), Algorithm::kTwoShot);
+  EXPECT_EQ(SelectFusedAlgorithm(512 << 10, 8, FusedTactic{2}), Algorithm::kOneShot);
+  for (int64_t bytes : {int64_t{1}, built_in, built_in + 1}) {
+    EXPECT_EQ(SelectFusedAlgorithm(bytes, 8, FusedTactic{}), SelectFusedAlgorithm(bytes, 8));
+  }
+}
+
+TEST(FusedLaunchTest, ReferenceTacticIsTheCandidateWhoseSlowestMemberIsFastest) {
+  const DispatchPolicy reference;
+  // Rank 1's own timings favour candidate 0; its peers' do not.
+  const std::vector<std::vector<int64_t>> timings = {
+      {200, TunerProfileNs(0, 0), 200}, {100, 100, 100}, {200, 200, 200}};
+  const std::vector<int64_t> rank1 = {TunerProfileNs(0, 0), TunerProfileNs(1, 0),
+                                      TunerProfileNs(2, 0)};
+  EXPECT_EQ(reference.ChooseTactic(timings, rank1).candidate, kBuiltInTactic);
+  // Every member slower on the built-in candidate: another wins, on all alike.
+  const std::vector<std::vector<int64_t>> slow_table = {{90, 90}, {150, 100}, {90, 120}};
+  EXPECT_EQ(reference.ChooseTactic(slow_table, {90, 150, 90}).candidate, 0);  // tie: lowest
+  EXPECT_EQ(reference.ChooseTactic(slow_table, {90, 100, 120}).candidate, 0);
 }
 
 TEST(FusedLaunchTest, GridSizeIsBoundedAndMonotone) {

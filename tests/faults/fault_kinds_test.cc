@@ -56,6 +56,8 @@ TEST(FaultKindsTest, EveryKindHonoursExactlyTheseKeys) {
       {"sm_count_divergence", {"at_step", "sm_count"}},
       {"fp32_acc_env", {"at_step"}},
       {"workspace_alloc_failure", {}},
+      {"tuner_timing_skew", {"favour"}},
+      {"warm_tuner_cache", {"tactic"}},
   };
   ASSERT_EQ(AllFaultKinds().size(), expected.size());
   for (const FaultKindInfo& kind : AllFaultKinds()) {

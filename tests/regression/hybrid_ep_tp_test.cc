@@ -23,38 +23,6 @@ namespace {
 using ::testing::AllOf;
 using ::testing::HasSubstr;
 
-// The reference gives the scenario's `expect` on seeds 1..kSeeds.
-void ExpectReferenceHolds(std::string_view name) {
-  SCOPED_TRACE(name);
-  absl::StatusOr<Scenario> s = LoadCatalogueScenario(name);
-  ASSERT_TRUE(s.ok()) << s.status();
-  ASSERT_TRUE(s->expect.has_value());
-  ASSERT_FALSE(IsSilentFailure(*s->expect));
-  for (uint64_t seed = 1; seed <= testing::PropertySeeds(kSeeds); ++seed) {
-    absl::StatusOr<SimResult> r = RunScenario(*s, "reference", seed);
-    ASSERT_TRUE(r.ok()) << r.status();
-    EXPECT_EQ(r->verdict, *s->expect) << "seed " << seed << ": " << r->summary
-                                      << "\n  replay: " << ReplayCommand(name, "reference", seed);
-  }
-}
-
-// Some seed of 1..kSeeds gives `verdict` under `mutant`, and its explanation
-// matches `explains`. Returns the explanation.
-template <typename Matcher>
-std::string ExpectMutantCaught(std::string_view name, std::string_view mutant, Verdict verdict,
-                               Matcher explains) {
-  SCOPED_TRACE(absl::StrFormat("%s under %s", name, mutant));
-  std::optional<SilentRun> caught = FirstSilentFailure(name, mutant);
-  EXPECT_TRUE(caught.has_value()) << "the bug went unnoticed: no seed of 1-" << kSeeds
-                                  << " gave a silent verdict";
-  if (!caught) return "";
-  EXPECT_EQ(caught->result.verdict, verdict)
-      << caught->result.summary << "\n  replay: " << ReplayCommand(name, mutant, caught->seed);
-  EXPECT_THAT(caught->result.summary, explains)
-      << "  replay: " << ReplayCommand(name, mutant, caught->seed);
-  return caught->result.summary;
-}
-
 ParallelWidths WidthsOf(std::string_view name) {
   absl::StatusOr<Scenario> s = LoadCatalogueScenario(name);
   EXPECT_TRUE(s.ok()) << s.status();

@@ -71,6 +71,8 @@ const std::map<std::string, std::vector<std::string>>& Targets() {
         "faults/pp9-tp16-2xnvl72-workspace-initialized-view", "faults/dpattn-token-count-view",
         "faults/dpattn-dp8-ep8-token-count-view", "faults/dpattn-dp8-token-count-view",
         "faults/pp2-dpattn-dp72-ep72-2xnvl72-token-count-view"}},
+      {"tactic-from-local-timings", {"faults/tp8-tuner-timing-skew"}},
+      {"warm-cache-skips-tuner", {"faults/tp8-warm-tuner-cache"}},
   };
   return *kTargets;
 }

@@ -1,0 +1,38 @@
+// The failure classes of 2025–26 serving bugs beyond the hybrid EP+TP family
+// (issue 13; docs/FAULTS.md): one test per bug, each asserting that the
+// reference design gives the scenario's expected verdict on every seed AND
+// that the mutant reproducing the bug turns the same scenario into its
+// silent failure, explained.
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/regression/regression_util.h"
+
+namespace lockstep::regression {
+namespace {
+
+using ::testing::AllOf;
+using ::testing::HasSubstr;
+
+// --- Autotuning at start-up (workload.autotune). -----------------------------
+
+TEST(Autotune, TacticIsAgreedFromEveryMembersTimings_FlashInfer3186) {
+  ExpectReferenceHolds("tp8-autotune-llama3-h200");
+  ExpectReferenceHolds("faults/tp8-tuner-timing-skew");
+  // Rank 3's own timings favour the quarter cut-over: it runs two-shot where
+  // its peers run one-shot (8 tokens of Llama-3-70B: 128 KiB).
+  ExpectMutantCaught("faults/tp8-tuner-timing-skew", "tactic-from-local-timings",
+                     Verdict::kWrongPeer,
+                     AllOf(HasSubstr("first divergent decision"),
+                           HasSubstr("rank 3 chose fused/two_shot"), HasSubstr("fused/one_shot")));
+}
+
+TEST(Autotune, WarmCacheRankStillJoinsTheTunersCollectives_FlashInfer3920) {
+  ExpectReferenceHolds("faults/tp8-warm-tuner-cache");
+  // Rank 5 skips the handshake its seven cold peers wait in.
+  ExpectMutantCaught("faults/tp8-warm-tuner-cache", "warm-cache-skips-tuner", Verdict::kHang,
+                     HasSubstr("rank 5"));
+}
+
+}  // namespace
+}  // namespace lockstep::regression
