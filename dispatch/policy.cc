@@ -54,6 +54,10 @@ CommBackend* DispatchPolicy::Choose(const GroupBackends& b, const CallDesc& call
   return b.nccl;
 }
 
+bool DispatchPolicy::SkipDraft(const DraftStep& step, const RankLocalState& /*local*/) const {
+  return step.max_model_len > 0 && step.context_len + step.draft_tokens > step.max_model_len;
+}
+
 FusedTactic DispatchPolicy::ChooseTactic(const std::vector<std::vector<int64_t>>& timings,
                                          const std::vector<int64_t>& /*mine*/) const {
   FusedTactic best;

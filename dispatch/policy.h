@@ -48,6 +48,13 @@ struct DpBatchPlan {
   std::vector<int64_t> group_rows;
 };
 
+// One step's speculative draft, as the scheduler sees it (every rank alike).
+struct DraftStep {
+  int64_t context_len = 0;    // the longest sequence's length this step
+  int64_t draft_tokens = 1;   // tokens the draft proposes
+  int64_t max_model_len = 0;  // the context limit (0: none)
+};
+
 class DispatchPolicy {
  public:
   virtual ~DispatchPolicy() = default;
@@ -158,6 +165,15 @@ class DispatchPolicy {
   // own timings).
   virtual FusedTactic ChooseTactic(const std::vector<std::vector<int64_t>>& timings,
                                    const std::vector<int64_t>& mine) const;
+
+  // ---- Speculative decoding (workload.speculative). ----
+
+  // Whether this step's draft is skipped (its collectives with it): the
+  // batch's context length as the scheduler holds it — the same on every rank
+  // — plus the draft tokens would pass max_model_len. Reference: from that
+  // agreed length, never from the rank's own count (vLLM #40589, #49027: a
+  // skip decided per rank left its peers in the draft's collectives).
+  virtual bool SkipDraft(const DraftStep& step, const RankLocalState& local) const;
 
  protected:
   // The fused, fused-norm and custom backends' admission, as Choose() asks

@@ -48,6 +48,9 @@ struct RankLocalState {
   // tuning cache holds from an earlier run (-1: a cold cache).
   int tuner_favoured = -1;
   int tuner_cache_tactic = -1;
+  // How far this rank's own count of a sequence's length is off the
+  // scheduler's (a bonus token counted before it is accepted).
+  int64_t context_len_skew = 0;
 };
 
 }  // namespace lockstep

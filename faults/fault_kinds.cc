@@ -42,6 +42,12 @@ bool HasAutotune(const Scenario& s, const ParallelLayout& l) {
   return s.workload.autotune && l.widths().tp > 1 && FusedBackendOn(s, l);
 }
 
+// A speculative draft step that a context limit can skip.
+bool HasDraftSkip(const Scenario& s, const ParallelLayout&) {
+  return s.workload.speculative && s.model.draft_projection.has_value() &&
+         s.workload.max_model_len > 0;
+}
+
 bool WorkspaceBindingHasOtherPeers(const Scenario& s, const ParallelLayout& l) {
   if (!FusedBackendOn(s, l)) return false;
   // The MoE workspace's group under SGLang 0.5.23 (the post-experts
@@ -135,6 +141,9 @@ void TunerTimingSkew(const FaultSpec& f, const Scenario&, RankLocalState& st) {
 }
 void WarmTunerCache(const FaultSpec& f, const Scenario&, RankLocalState& st) {
   st.tuner_cache_tactic = static_cast<int>(ParamOr(f, "tactic", 0));
+}
+void SeqLenView(const FaultSpec& f, const Scenario&, RankLocalState& st) {
+  st.context_len_skew = ParamOr(f, "delta", 1);
 }
 void WorkspaceAllocFailure(const FaultSpec&, const Scenario&, RankLocalState& st) {
   st.workspace_allocated = false;
@@ -528,6 +537,18 @@ const std::vector<FaultKindInfo>& Table() {
        &HasAutotune,
        &DrawCachedTactic,
        {.local = &WarmTunerCache}},
+      {"seq_len_view",
+       FaultCategory::kPredicateInput,
+       Verdict::kClean,
+       "the rank's own count of a sequence's length is off the scheduler's (vLLM #40589)",
+       "the speculative skip reads the scheduler's length, the same on every rank",
+       FaultStage::kLocalState,
+       {K::kAtStep},
+       {{"delta", "tokens added to the rank's own count (default 1)"}},
+       true,
+       &HasDraftSkip,
+       &DrawDelta,
+       {.local = &SeqLenView}},
       // --- Initialisation. ---
       {"workspace_alloc_failure",
        FaultCategory::kInit,

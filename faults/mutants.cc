@@ -343,6 +343,20 @@ class WarmCacheSkipsTuner : public DispatchPolicy {
   bool JoinTunerWhenWarm() const override { return false; }
 };
 
+// vLLM #40589, #49027: the speculative skip decided from the rank's own
+// count of the sequence's length. A rank one token ahead skips the draft —
+// and its all-reduce — one step before its peers: its next call meets their
+// draft projection.
+class SpecSkipFromLocalLength : public DispatchPolicy {
+ public:
+  std::string_view name() const override { return "spec-skip-from-local-length"; }
+  bool SkipDraft(const DraftStep& step, const RankLocalState& local) const override {
+    DraftStep mine = step;
+    mine.context_len += local.context_len_skew;
+    return DispatchPolicy::SkipDraft(mine, local);
+  }
+};
+
 template <typename Policy>
 std::unique_ptr<DispatchPolicy> Make() {
   return std::make_unique<Policy>();
@@ -353,8 +367,8 @@ struct MutantEntry {
   std::unique_ptr<DispatchPolicy> (*make)();
 };
 
-const std::array<MutantEntry, 17>& Entries() {
-  static const std::array<MutantEntry, 17> kEntries = {{
+const std::array<MutantEntry, 18>& Entries() {
+  static const std::array<MutantEntry, 18> kEntries = {{
       {{"swallow-kernel-error", "a failing fused kernel falls back to NCCL on its own rank",
         "SGLang PR #30700 review (try/except fallback)", Verdict::kHang, "kernel_launch_failure"},
        &Make<SwallowKernelError>},
@@ -419,6 +433,10 @@ const std::array<MutantEntry, 17>& Entries() {
       {{"warm-cache-skips-tuner", "a rank with a warm tuning cache skips the tuner's collectives",
         "FlashInfer RFC #3920; vLLM #54618", Verdict::kHang, "warm_tuner_cache"},
        &Make<WarmCacheSkipsTuner>},
+      {{"spec-skip-from-local-length",
+        "the speculative draft skipped from the rank's own count of the sequence length",
+        "vLLM #40589, #49027 (a skip predicate not agreed)", Verdict::kMismatch, "seq_len_view"},
+       &Make<SpecSkipFromLocalLength>},
   }};
   return kEntries;
 }

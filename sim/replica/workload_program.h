@@ -521,7 +521,10 @@ class WorkloadProgram {
     }
 
     if (stage_ == last_stage) {
-      if (scenario_.workload.speculative && scenario_.model.draft_projection) {
+      const WorkloadSpec& wl = scenario_.workload;
+      const DraftStep draft{wl.prompt_len + step, wl.draft_tokens, wl.max_model_len};
+      if (wl.speculative && scenario_.model.draft_projection &&
+          !policy.SkipDraft(draft, host_.Local())) {
         const GroupRole role = policy.DraftProjectionGroup(*scenario_.model.draft_projection);
         if (!Site({step, -1, SiteKind::kDraftProjection}, role, attn_desc, attn_group_)) {
           return false;

@@ -99,6 +99,13 @@ struct WorkloadSpec {
   // The fused kernel's tactic is tuned at start-up over each TP group (a
   // handshake, then one profile run per candidate; docs/FAULTS.md).
   bool autotune = false;
+  // Speculative decoding's draft step is skipped once a sequence's context
+  // (prompt_len at step 0, one token more each step) plus draft_tokens would
+  // pass max_model_len (0: no limit). Every rank must skip together
+  // (docs/FAULTS.md, "The speculative skip").
+  int64_t max_model_len = 0;
+  int64_t prompt_len = 0;
+  int64_t draft_tokens = 1;
 };
 
 // One injected fault (kinds and parameters: faults/, docs/FAULTS.md).

@@ -472,9 +472,9 @@ absl::Status ParseTokenList(const Reader& r, const YAML::Node& n, const std::str
 }
 
 absl::Status ParseWorkload(const Reader& r, const YAML::Node& n, WorkloadSpec* w) {
-  static constexpr std::string_view kKeys[] = {"steps",     "tokens",      "dp_tokens", "layers",
-                                               "embedding", "speculative", "extend",    "data",
-                                               "ftz",       "autotune"};
+  static constexpr std::string_view kKeys[] = {
+      "steps", "tokens", "dp_tokens", "layers",        "embedding",  "speculative", "extend",
+      "data",  "ftz",    "autotune",  "max_model_len", "prompt_len", "draft_tokens"};
   LS_RETURN_IF_ERROR(r.CheckKeys(n, "workload", kKeys));
   LS_RETURN_IF_ERROR(r.Int(n, "workload", "steps", &w->steps, 1, 1000000));
   LS_RETURN_IF_ERROR(r.Int(n, "workload", "layers", &w->layers, 1, 10000));
@@ -483,6 +483,16 @@ absl::Status ParseWorkload(const Reader& r, const YAML::Node& n, WorkloadSpec* w
   LS_RETURN_IF_ERROR(r.Bool(n, "workload", "extend", &w->extend));
   LS_RETURN_IF_ERROR(r.Bool(n, "workload", "ftz", &w->ftz));
   LS_RETURN_IF_ERROR(r.Bool(n, "workload", "autotune", &w->autotune));
+  LS_RETURN_IF_ERROR(r.Int(n, "workload", "max_model_len", &w->max_model_len, 0, int64_t{1} << 30));
+  LS_RETURN_IF_ERROR(r.Int(n, "workload", "prompt_len", &w->prompt_len, 0, int64_t{1} << 30));
+  LS_RETURN_IF_ERROR(r.Int(n, "workload", "draft_tokens", &w->draft_tokens, 1, 64));
+  for (std::string_view key : {"max_model_len", "prompt_len", "draft_tokens"}) {
+    if (n[std::string(key)] && !w->speculative) {
+      return r.Error(n[std::string(key)], Reader::Join("workload", key),
+                     "only the speculative draft step reads it: set workload.speculative: true "
+                     "or drop it");
+    }
+  }
   if (n["tokens"])
     LS_RETURN_IF_ERROR(ParseTokenList(r, n["tokens"], "workload.tokens", &w->tokens));
   if (const YAML::Node dp = n["dp_tokens"]) {
@@ -797,6 +807,11 @@ std::string ScenarioToYaml(const Scenario& s) {
       << (w.data == DataMode::kNumeric ? "numeric" : "provenance");
   out << YAML::Key << "ftz" << YAML::Value << w.ftz;
   if (w.autotune) out << YAML::Key << "autotune" << YAML::Value << w.autotune;
+  if (w.speculative) {
+    if (w.max_model_len > 0) out << YAML::Key << "max_model_len" << YAML::Value << w.max_model_len;
+    if (w.prompt_len > 0) out << YAML::Key << "prompt_len" << YAML::Value << w.prompt_len;
+    if (w.draft_tokens != 1) out << YAML::Key << "draft_tokens" << YAML::Value << w.draft_tokens;
+  }
   out << YAML::EndMap;
   out << YAML::Key << "timeouts" << YAML::Value << YAML::Flow << YAML::BeginMap;
   out << YAML::Key << "kernel_wait_ms" << YAML::Value << s.timeouts.kernel_wait_ms;

@@ -110,6 +110,16 @@ TEST(FusedLaunchTest, ReferenceTacticIsTheCandidateWhoseSlowestMemberIsFastest) 
   EXPECT_EQ(reference.ChooseTactic(slow_table, {90, 100, 120}).candidate, 0);
 }
 
+TEST(SkipDraftTest, ReferenceSkipsFromTheSchedulersLengthOnly) {
+  const DispatchPolicy reference;
+  RankLocalState ahead;
+  ahead.context_len_skew = 5;
+  EXPECT_FALSE(reference.SkipDraft(DraftStep{1001, 3, 1004}, RankLocalState{}));
+  EXPECT_FALSE(reference.SkipDraft(DraftStep{1001, 3, 1004}, ahead));
+  EXPECT_TRUE(reference.SkipDraft(DraftStep{1002, 3, 1004}, RankLocalState{}));
+  EXPECT_FALSE(reference.SkipDraft(DraftStep{1 << 20, 3, 0}, ahead));  // no limit
+}
+
 TEST(FusedLaunchTest, GridSizeIsBoundedAndMonotone) {
   EXPECT_EQ(FusedGridBlocks(0), 1);
   EXPECT_EQ(FusedGridBlocks(kFusedBytesPerBlock), 1);

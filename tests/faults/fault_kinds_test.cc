@@ -58,6 +58,7 @@ TEST(FaultKindsTest, EveryKindHonoursExactlyTheseKeys) {
       {"workspace_alloc_failure", {}},
       {"tuner_timing_skew", {"favour"}},
       {"warm_tuner_cache", {"tactic"}},
+      {"seq_len_view", {"at_step", "delta"}},
   };
   ASSERT_EQ(AllFaultKinds().size(), expected.size());
   for (const FaultKindInfo& kind : AllFaultKinds()) {

@@ -34,5 +34,17 @@ TEST(Autotune, WarmCacheRankStillJoinsTheTunersCollectives_FlashInfer3920) {
                      HasSubstr("rank 5"));
 }
 
+// --- The speculative skip (workload.speculative with max_model_len). ---------
+
+TEST(SpeculativeSkip, EveryRankSkipsTheDraftAtTheSameStep_vLLM40589) {
+  ExpectReferenceHolds("tp8-speculative-deepseek-v3-h200");
+  ExpectReferenceHolds("faults/tp8-seq-len-view");
+  // Rank 2, one token ahead, skips the draft at step 1: its next call meets
+  // its peers' draft projection.
+  ExpectMutantCaught("faults/tp8-seq-len-view", "spec-skip-from-local-length", Verdict::kMismatch,
+                     AllOf(HasSubstr("first divergent decision"), HasSubstr("draft_projection"),
+                           HasSubstr("rank 2 chose")));
+}
+
 }  // namespace
 }  // namespace lockstep::regression

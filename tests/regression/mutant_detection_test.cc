@@ -73,6 +73,7 @@ const std::map<std::string, std::vector<std::string>>& Targets() {
         "faults/pp2-dpattn-dp72-ep72-2xnvl72-token-count-view"}},
       {"tactic-from-local-timings", {"faults/tp8-tuner-timing-skew"}},
       {"warm-cache-skips-tuner", {"faults/tp8-warm-tuner-cache"}},
+      {"spec-skip-from-local-length", {"faults/tp8-seq-len-view"}},
   };
   return *kTargets;
 }

@@ -8,6 +8,7 @@ namespace lockstep {
 namespace {
 
 using ::lockstep::testing::TopologiesDir;
+using ::testing::AllOf;
 using ::testing::HasSubstr;
 
 absl::Status ParseError(const std::string& yaml) {
@@ -98,6 +99,31 @@ TEST(ScenarioYamlTest, ZeroAndHugeTokenCountsAreRejected) {
               HasSubstr("workload.tokens: token count 0 is out of range"));
   EXPECT_THAT(ParseError(head + "workload: {tokens: 999999999999}\n").message(),
               HasSubstr("out of range"));
+}
+
+TEST(ScenarioYamlTest, SpeculativeLengthsNeedSpeculativeAndRoundTrip) {
+  const std::string head = "name: x\nhardware: h200x8\nparallel: {tp: 2}\nmodel: llama-3-70b\n";
+  EXPECT_THAT(ParseError(head + "workload: {max_model_len: 10}\n").message(),
+              AllOf(HasSubstr("bad.yaml:5: workload.max_model_len"),
+                    HasSubstr("set workload.speculative: true or drop it")));
+  EXPECT_THAT(ParseError(head + "workload: {speculative: true, draft_tokens: 0}\n").message(),
+              HasSubstr("workload.draft_tokens"));
+  absl::StatusOr<Scenario> s = ParseScenario(
+      head +
+          "workload: {speculative: true, prompt_len: 7, draft_tokens: 3, max_model_len: 12, "
+          "autotune: true}\n",
+      "ok.yaml", TopologiesDir());
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(s->workload.max_model_len, 12);
+  EXPECT_EQ(s->workload.prompt_len, 7);
+  EXPECT_EQ(s->workload.draft_tokens, 3);
+  EXPECT_TRUE(s->workload.autotune);
+  absl::StatusOr<Scenario> back = ParseScenario(ScenarioToYaml(*s), "back.yaml", "");
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->workload.max_model_len, 12);
+  EXPECT_EQ(back->workload.prompt_len, 7);
+  EXPECT_EQ(back->workload.draft_tokens, 3);
+  EXPECT_TRUE(back->workload.autotune);
 }
 
 TEST(ScenarioYamlTest, UnknownCatalogueNamesListTheCatalogue) {
