@@ -54,6 +54,10 @@ CommBackend* DispatchPolicy::Choose(const GroupBackends& b, const CallDesc& call
   return b.nccl;
 }
 
+int64_t DispatchPolicy::SchedulerClockUs(const std::vector<int64_t>& gathered, int64_t mine) const {
+  return gathered.empty() ? mine : gathered.front();
+}
+
 bool DispatchPolicy::SkipDraft(const DraftStep& step, const RankLocalState& /*local*/) const {
   return step.max_model_len > 0 && step.context_len + step.draft_tokens > step.max_model_len;
 }

@@ -175,6 +175,16 @@ class DispatchPolicy {
   // skip decided per rank left its peers in the draft's collectives).
   virtual bool SkipDraft(const DraftStep& step, const RankLocalState& local) const;
 
+  // ---- Time-based decisions (workload.abort_after_us). ----
+
+  // The clock a step's time-based decisions (a request's timeout) read, from
+  // every TP member's reading gathered with the batch (`gathered`, in the
+  // group's order) and this rank's own (`mine`). Reference: the scheduler's —
+  // the group's first member's, which broadcasts the batch — the same on every
+  // rank (SGLang #27221: ranks aborted requests by their own clocks and their
+  // batches diverged).
+  virtual int64_t SchedulerClockUs(const std::vector<int64_t>& gathered, int64_t mine) const;
+
  protected:
   // The fused, fused-norm and custom backends' admission, as Choose() asks
   // it. Reference: their reference predicates over agreed state.

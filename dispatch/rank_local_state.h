@@ -51,6 +51,9 @@ struct RankLocalState {
   // How far this rank's own count of a sequence's length is off the
   // scheduler's (a bonus token counted before it is accepted).
   int64_t context_len_skew = 0;
+  // How far this rank's clock reads ahead of the others', in µs (an NTP step,
+  // a drifting host clock).
+  int64_t clock_skew_us = 0;
 };
 
 }  // namespace lockstep

@@ -48,6 +48,11 @@ bool HasDraftSkip(const Scenario& s, const ParallelLayout&) {
          s.workload.max_model_len > 0;
 }
 
+// Time-based decisions a clock can change (a request timeout).
+bool HasTimedDecisions(const Scenario& s, const ParallelLayout&) {
+  return s.workload.abort_after_us > 0;
+}
+
 bool WorkspaceBindingHasOtherPeers(const Scenario& s, const ParallelLayout& l) {
   if (!FusedBackendOn(s, l)) return false;
   // The MoE workspace's group under SGLang 0.5.23 (the post-experts
@@ -145,6 +150,9 @@ void WarmTunerCache(const FaultSpec& f, const Scenario&, RankLocalState& st) {
 void SeqLenView(const FaultSpec& f, const Scenario&, RankLocalState& st) {
   st.context_len_skew = ParamOr(f, "delta", 1);
 }
+void ClockSkew(const FaultSpec& f, const Scenario&, RankLocalState& st) {
+  st.clock_skew_us = ParamOr(f, "skew_us", 1000);
+}
 void WorkspaceAllocFailure(const FaultSpec&, const Scenario&, RankLocalState& st) {
   st.workspace_allocated = false;
 }
@@ -207,6 +215,12 @@ void DrawFavour(const Scenario& s, int64_t calls, Rng& rng, FaultSpec& f) {
 }
 void DrawCachedTactic(const Scenario& s, int64_t calls, Rng& rng, FaultSpec& f) {
   DrawTunerCandidate(s, calls, rng, f, "tactic");
+}
+void DrawClockSkew(const Scenario& s, int64_t, Rng& rng, FaultSpec& f) {
+  // Up to twice the deadline: sometimes past it from the first step.
+  const uint64_t range = static_cast<uint64_t>(std::max<int64_t>(1, 2 * s.workload.abort_after_us));
+  f.params["skew_us"] = absl::StrCat(1 + rng.Below(range));
+  DrawMaybeAtStep(s, rng, f);
 }
 void DrawEpoch(const Scenario&, int64_t calls, Rng& rng, FaultSpec& f) {
   f.params["epoch"] = absl::StrCat(2 + rng.Below(static_cast<uint64_t>(calls)));
@@ -549,6 +563,18 @@ const std::vector<FaultKindInfo>& Table() {
        &HasDraftSkip,
        &DrawDelta,
        {.local = &SeqLenView}},
+      {"clock_skew",
+       FaultCategory::kPredicateInput,
+       Verdict::kClean,
+       "the rank's clock reads ahead of its peers' (SGLang #27221)",
+       "time-based decisions read the scheduler's clock, broadcast with the batch",
+       FaultStage::kLocalState,
+       {K::kAtStep},
+       {{"skew_us", "µs the rank's clock reads ahead (default 1000)", int64_t{3600} * 1000 * 1000}},
+       true,
+       &HasTimedDecisions,
+       &DrawClockSkew,
+       {.local = &ClockSkew}},
       // --- Initialisation. ---
       {"workspace_alloc_failure",
        FaultCategory::kInit,

@@ -357,6 +357,17 @@ class SpecSkipFromLocalLength : public DispatchPolicy {
   }
 };
 
+// SGLang #27221: a request's timeout checked against the rank's own clock.
+// A rank whose clock reads ahead aborts the request a step before its peers,
+// and its batch — every call's token count — differs from theirs.
+class AbortFromLocalClock : public DispatchPolicy {
+ public:
+  std::string_view name() const override { return "abort-from-local-clock"; }
+  int64_t SchedulerClockUs(const std::vector<int64_t>&, int64_t mine) const override {
+    return mine;
+  }
+};
+
 template <typename Policy>
 std::unique_ptr<DispatchPolicy> Make() {
   return std::make_unique<Policy>();
@@ -367,8 +378,8 @@ struct MutantEntry {
   std::unique_ptr<DispatchPolicy> (*make)();
 };
 
-const std::array<MutantEntry, 18>& Entries() {
-  static const std::array<MutantEntry, 18> kEntries = {{
+const std::array<MutantEntry, 19>& Entries() {
+  static const std::array<MutantEntry, 19> kEntries = {{
       {{"swallow-kernel-error", "a failing fused kernel falls back to NCCL on its own rank",
         "SGLang PR #30700 review (try/except fallback)", Verdict::kHang, "kernel_launch_failure"},
        &Make<SwallowKernelError>},
@@ -437,6 +448,9 @@ const std::array<MutantEntry, 18>& Entries() {
         "the speculative draft skipped from the rank's own count of the sequence length",
         "vLLM #40589, #49027 (a skip predicate not agreed)", Verdict::kMismatch, "seq_len_view"},
        &Make<SpecSkipFromLocalLength>},
+      {{"abort-from-local-clock", "a request's timeout checked against the rank's own clock",
+        "SGLang #27221 (time-based decisions from per-rank clocks)", Verdict::kHang, "clock_skew"},
+       &Make<AbortFromLocalClock>},
   }};
   return kEntries;
 }

@@ -227,6 +227,12 @@ void HwRank::BeginStep(int step) {
   }
 }
 
+int64_t HwRank::ClockUs() const {
+  const auto since = std::chrono::steady_clock::now() - started_;
+  return std::chrono::duration_cast<std::chrono::microseconds>(since).count() +
+         wiring_.local.clock_skew_us;
+}
+
 std::optional<std::vector<int64_t>> HwRank::AllGatherTokens(int64_t mine) {
   return AllGatherValue(mine, "DP-attention token all-gather");
 }

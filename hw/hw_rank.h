@@ -8,6 +8,7 @@
 #include <cuda_runtime.h>
 #include <nccl.h>
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -71,6 +72,8 @@ class HwRank : private CallHook {
   std::optional<std::vector<int64_t>> AllGatherTokens(int64_t mine);
   std::optional<std::vector<int64_t>> AllGatherValue(int64_t mine, std::string_view what);
   void SetFusedTactic(FusedTactic tactic) { wiring_.tactic = tactic; }
+  // µs since this rank was built, as its own clock reads (clock_skew adds).
+  int64_t ClockUs() const;
   bool RecvActivation(int from, int64_t elems);
   void SendActivation(int to, int64_t elems);
   void* Input(const SiteRef& at, uint64_t instance, int64_t elems);
@@ -106,6 +109,7 @@ class HwRank : private CallHook {
   ReplicaFaults* faults_;
   int rank_;
   int world_;
+  std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
   int device_ = 0;
   uint64_t kernel_wait_ns_ = 0;
   uint64_t watchdog_ns_ = 0;

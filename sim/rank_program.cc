@@ -66,6 +66,7 @@ class SimHost {
     return values;
   }
   void SetFusedTactic(FusedTactic tactic) { rt_.wiring.tactic = tactic; }
+  int64_t ClockUs() const { return ctx_.Clock(rank_) / 1000 + rt_.wiring.local.clock_skew_us; }
 
   bool RecvActivation(int from, int64_t elems) {
     ctx_.scheduler.Yield();

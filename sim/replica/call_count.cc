@@ -50,6 +50,7 @@ class CountingHost {
     return std::vector<int64_t>(static_cast<size_t>(layout_.widths().tp), mine);
   }
   void SetFusedTactic(FusedTactic /*tactic*/) {}
+  int64_t ClockUs() const { return 0; }
   bool RecvActivation(int /*from*/, int64_t /*elems*/) { return true; }
   void SendActivation(int /*to*/, int64_t /*elems*/) {}
   void Compute(int64_t /*tokens*/, int /*tp*/) {}

@@ -20,6 +20,7 @@
 //   // handshake"; named in a bounded wait's report); nullopt ends the rank.
 //   std::optional<std::vector<int64_t>> AllGatherValue(int64_t mine, std::string_view what);
 //   void SetFusedTactic(FusedTactic);             // what the autotuner chose
+//   int64_t ClockUs();                            // this rank's clock, µs into the run
 //   bool RecvActivation(int from, int64_t elems); void SendActivation(int to, int64_t elems);
 //   void Compute(int64_t tokens, int tp);
 //   // This rank's contribution: every row, or only rows [first, first + n)
@@ -369,8 +370,29 @@ class WorkloadProgram {
     return host_.Check(site, p.site.Instance(), expected, data);
   }
 
+  // Time-based decisions at a step's start (workload.abort_after_us): every
+  // TP member's clock is gathered with the batch and the policy says whose
+  // counts. Once past the deadline, one request of each batch has timed out.
+  // nullopt: the gather ended the rank.
+  std::optional<int64_t> TimedOutRequests() {
+    const int64_t deadline = scenario_.workload.abort_after_us;
+    if (deadline <= 0) return 0;
+    const int64_t mine = host_.ClockUs();
+    int64_t now = mine;
+    if (w_.tp > 1) {
+      const std::optional<std::vector<int64_t>> clocks =
+          host_.AllGatherValue(mine, "scheduler batch broadcast");
+      if (!clocks) return std::nullopt;
+      now = host_.Policy().SchedulerClockUs(*clocks, mine);
+    }
+    return now >= deadline ? 1 : 0;
+  }
+
   bool Step(int step) {
-    const int64_t t_dp = std::max<int64_t>(1, DpTokens(step, attn_dp_index_) + host_.TokenSkew());
+    const std::optional<int64_t> timed_out = TimedOutRequests();
+    if (!timed_out) return false;
+    const int64_t t_dp =
+        std::max<int64_t>(1, DpTokens(step, attn_dp_index_) + host_.TokenSkew() - *timed_out);
     int64_t t_moe = t_dp;
     const int last_stage = w_.pp - 1;
     const DispatchPolicy& policy = host_.Policy();

@@ -106,6 +106,11 @@ struct WorkloadSpec {
   int64_t max_model_len = 0;
   int64_t prompt_len = 0;
   int64_t draft_tokens = 1;
+  // A request of each batch times out once the scheduler's clock passes
+  // this many µs of the run (0: none): from that step on, every attention-DP
+  // group's batch carries one token fewer (docs/FAULTS.md, "Time-based
+  // decisions").
+  int64_t abort_after_us = 0;
 };
 
 // One injected fault (kinds and parameters: faults/, docs/FAULTS.md).

@@ -473,8 +473,9 @@ absl::Status ParseTokenList(const Reader& r, const YAML::Node& n, const std::str
 
 absl::Status ParseWorkload(const Reader& r, const YAML::Node& n, WorkloadSpec* w) {
   static constexpr std::string_view kKeys[] = {
-      "steps", "tokens", "dp_tokens", "layers",        "embedding",  "speculative", "extend",
-      "data",  "ftz",    "autotune",  "max_model_len", "prompt_len", "draft_tokens"};
+      "steps",         "tokens",     "dp_tokens",    "layers",        "embedding",
+      "speculative",   "extend",     "data",         "ftz",           "autotune",
+      "max_model_len", "prompt_len", "draft_tokens", "abort_after_us"};
   LS_RETURN_IF_ERROR(r.CheckKeys(n, "workload", kKeys));
   LS_RETURN_IF_ERROR(r.Int(n, "workload", "steps", &w->steps, 1, 1000000));
   LS_RETURN_IF_ERROR(r.Int(n, "workload", "layers", &w->layers, 1, 10000));
@@ -486,6 +487,8 @@ absl::Status ParseWorkload(const Reader& r, const YAML::Node& n, WorkloadSpec* w
   LS_RETURN_IF_ERROR(r.Int(n, "workload", "max_model_len", &w->max_model_len, 0, int64_t{1} << 30));
   LS_RETURN_IF_ERROR(r.Int(n, "workload", "prompt_len", &w->prompt_len, 0, int64_t{1} << 30));
   LS_RETURN_IF_ERROR(r.Int(n, "workload", "draft_tokens", &w->draft_tokens, 1, 64));
+  LS_RETURN_IF_ERROR(
+      r.Int(n, "workload", "abort_after_us", &w->abort_after_us, 0, int64_t{3600} * 1000 * 1000));
   for (std::string_view key : {"max_model_len", "prompt_len", "draft_tokens"}) {
     if (n[std::string(key)] && !w->speculative) {
       return r.Error(n[std::string(key)], Reader::Join("workload", key),
@@ -659,6 +662,12 @@ absl::StatusOr<Scenario> ParseScenario(std::string_view text, const std::string&
   }
   if (n["dispatch"]) LS_RETURN_IF_ERROR(ParseDispatch(r, n["dispatch"], &s.dispatch));
   if (n["workload"]) LS_RETURN_IF_ERROR(ParseWorkload(r, n["workload"], &s.workload));
+  if (s.workload.abort_after_us > 0 && s.parallel.pp > 1) {
+    return r.Error(n["workload"]["abort_after_us"], "workload.abort_after_us",
+                   "request timeouts are modelled for one pipeline stage (later stages take "
+                   "their batch from the first stage's scheduler, which lockstep does not "
+                   "model yet): use pp: 1 or drop it");
+  }
   if (!s.workload.dp_tokens.empty()) {
     // Per-group token counts mean attention-DP groups: one list per group.
     const int attn_dp = DeriveWidths(s.parallel).attn_dp;
@@ -807,6 +816,9 @@ std::string ScenarioToYaml(const Scenario& s) {
       << (w.data == DataMode::kNumeric ? "numeric" : "provenance");
   out << YAML::Key << "ftz" << YAML::Value << w.ftz;
   if (w.autotune) out << YAML::Key << "autotune" << YAML::Value << w.autotune;
+  if (w.abort_after_us > 0) {
+    out << YAML::Key << "abort_after_us" << YAML::Value << w.abort_after_us;
+  }
   if (w.speculative) {
     if (w.max_model_len > 0) out << YAML::Key << "max_model_len" << YAML::Value << w.max_model_len;
     if (w.prompt_len > 0) out << YAML::Key << "prompt_len" << YAML::Value << w.prompt_len;

@@ -59,6 +59,7 @@ TEST(FaultKindsTest, EveryKindHonoursExactlyTheseKeys) {
       {"tuner_timing_skew", {"favour"}},
       {"warm_tuner_cache", {"tactic"}},
       {"seq_len_view", {"at_step", "delta"}},
+      {"clock_skew", {"at_step", "skew_us"}},
   };
   ASSERT_EQ(AllFaultKinds().size(), expected.size());
   for (const FaultKindInfo& kind : AllFaultKinds()) {

@@ -46,5 +46,17 @@ TEST(SpeculativeSkip, EveryRankSkipsTheDraftAtTheSameStep_vLLM40589) {
                            HasSubstr("rank 2 chose")));
 }
 
+// --- Time-based decisions (workload.abort_after_us). --------------------------
+
+TEST(TimeBasedDecisions, ARequestTimesOutOnEveryRankAtTheSameStep_SGLang27221) {
+  ExpectReferenceHolds("tp8-request-timeout-llama3-h200");
+  ExpectReferenceHolds("faults/tp8-clock-skew");
+  // Rank 4's clock, 1 ms ahead, drops the request from step 0: its batch has
+  // 7 tokens where its peers' has 8.
+  ExpectMutantCaught("faults/tp8-clock-skew", "abort-from-local-clock", Verdict::kHang,
+                     AllOf(HasSubstr("first divergent decision"), HasSubstr("rank 4 chose"),
+                           HasSubstr("tokens=7")));
+}
+
 }  // namespace
 }  // namespace lockstep::regression

@@ -74,6 +74,7 @@ const std::map<std::string, std::vector<std::string>>& Targets() {
       {"tactic-from-local-timings", {"faults/tp8-tuner-timing-skew"}},
       {"warm-cache-skips-tuner", {"faults/tp8-warm-tuner-cache"}},
       {"spec-skip-from-local-length", {"faults/tp8-seq-len-view"}},
+      {"abort-from-local-clock", {"faults/tp8-clock-skew"}},
   };
   return *kTargets;
 }

@@ -126,6 +126,19 @@ TEST(ScenarioYamlTest, SpeculativeLengthsNeedSpeculativeAndRoundTrip) {
   EXPECT_TRUE(back->workload.autotune);
 }
 
+TEST(ScenarioYamlTest, RequestTimeoutsAreForOnePipelineStage) {
+  const std::string head = "name: x\nhardware: h200x8\nmodel: llama-3-70b\n";
+  EXPECT_THAT(
+      ParseError(head + "parallel: {tp: 4, pp: 2}\nworkload: {abort_after_us: 10}\n").message(),
+      AllOf(HasSubstr("bad.yaml:5: workload.abort_after_us"), HasSubstr("use pp: 1")));
+  absl::StatusOr<Scenario> s = ParseScenario(
+      head + "parallel: {tp: 4}\nworkload: {abort_after_us: 10}\n", "ok.yaml", TopologiesDir());
+  ASSERT_TRUE(s.ok()) << s.status();
+  absl::StatusOr<Scenario> back = ParseScenario(ScenarioToYaml(*s), "back.yaml", "");
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->workload.abort_after_us, 10);
+}
+
 TEST(ScenarioYamlTest, UnknownCatalogueNamesListTheCatalogue) {
   const absl::Status s =
       ParseError("name: x\nhardware: h200x9\nparallel: {tp: 2}\nmodel: llama-3-70b\n");
