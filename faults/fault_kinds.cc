@@ -821,9 +821,12 @@ absl::Status ValidateFault(const Scenario& s, const ParallelLayout& layout, cons
     }
     // Every numeric parameter is a count, a size or a duration: never
     // negative, and bounded so that a typo cannot stall a run for hours.
-    const auto param = std::find_if(kind->params.begin(), kind->params.end(),
-                                    [&key](const FaultParam& p) { return p.name == key; });
-    const int64_t limit = param->max > 0      ? param->max
+    // (A loop, not a lambda: clang 14 cannot capture the structured binding.)
+    int64_t declared_max = 0;
+    for (const FaultParam& p : kind->params) {
+      if (p.name == key) declared_max = p.max;
+    }
+    const int64_t limit = declared_max > 0    ? declared_max
                           : key == "delay_us" ? int64_t{60'000'000}
                                               : int64_t{1} << 40;
     if (number < 0 || number > limit) {

@@ -133,6 +133,13 @@ TEST(FaultKindsTest, AnUnhonouredKeyExitsTwoNamingTheKeyAndTheLine) {
   EXPECT_THAT(err, HasSubstr("at_step: fault 'workspace_alloc_failure' does not honour this key"));
   EXPECT_EQ(RunSim("{kind: kernel_launch_failure, ranks: [1], epoch: 2}", &err), cli::kExitUsage);
   EXPECT_THAT(err, HasSubstr("epoch: fault 'kernel_launch_failure' has no parameter 'epoch'"));
+  // A parameter's own bound (a tuner candidate is 0, 1 or 2), and a kind whose
+  // workload is off (no workload.autotune here).
+  EXPECT_EQ(RunSim("{kind: warm_tuner_cache, ranks: [1], tactic: 3}", &err), cli::kExitUsage);
+  EXPECT_THAT(err, HasSubstr("fault 'warm_tuner_cache' parameter 'tactic' must be between 0 and "
+                             "2, got 3"));
+  EXPECT_EQ(RunSim("{kind: warm_tuner_cache, ranks: [1], tactic: 2}", &err), cli::kExitUsage);
+  EXPECT_THAT(err, HasSubstr("fault 'warm_tuner_cache' does not apply to this scenario"));
 }
 
 // Layer and site placement: honoured by call and input faults only; a typo,
