@@ -368,6 +368,89 @@ class AbortFromLocalClock : public DispatchPolicy {
   }
 };
 
+// --- Layer-boundary rules of SGLang 0.5.23, each removed. ------------------
+
+// _sum_deferral_allowed (exit.py:150-175 @ 0.5.23) never defers the last
+// layer's sum: the final norm takes no pending sum (residual/__init__.py:
+// 248-250). Deferred anyway, it reaches the final norm as each rank's partial.
+class DeferAtLastLayer : public DispatchPolicy {
+ public:
+  std::string_view name() const override { return "defer-at-last-layer"; }
+  ExitPlan PlanFfnExit(const ParallelWidths& w, const ExitInputs& in) const override {
+    ExitInputs mine = in;
+    mine.terminal = false;
+    return DispatchPolicy::PlanFfnExit(w, mine);
+  }
+};
+
+// to_pp completes every owed sum before a stage's activations leave
+// (residual/batch.py:269-291 @ 0.5.23; SGLang #28619 is the partial form,
+// pp-flush-ep-only). Skipped, the next stage receives partial sums.
+class PipelineFlushSkipped : public DispatchPolicy {
+ public:
+  std::string_view name() const override { return "pp-flush-skipped"; }
+  std::vector<GroupRole> PipelineFlushReductions(const ParallelWidths&,
+                                                 const ExitPlan&) const override {
+    return {};
+  }
+};
+
+// A dense MLP's sum is owed over TP (layer_boundary/factories.py:184-192 @
+// 0.5.23), also under attention DP where its rows are the gathered batch.
+// Reduced over attention TP, it misses the other attention-DP groups' parts.
+class DenseMlpOverAttnTp : public DispatchPolicy {
+ public:
+  std::string_view name() const override { return "dense-mlp-over-attn-tp"; }
+  GroupRole DenseMlpGroup() const override { return GroupRole::kAttnTp; }
+};
+
+// _select_dp_reduce_scatter (exit.py:76-95 @ 0.5.23) reduce-scatters the
+// gathered batch only under MAX_LEN padding, where every group owns the same
+// number of rows. Under SUM_LEN the groups' rows differ, so a reduce-scatter
+// hands members unequal counts.
+class ReduceScatterUnderSumLen : public DispatchPolicy {
+ public:
+  std::string_view name() const override { return "reduce-scatter-under-sum-len"; }
+  ExitPlan PlanFfnExit(const ParallelWidths& w, const ExitInputs& in) const override {
+    ExitInputs mine = in;
+    mine.padding = DpPadding::kMaxLen;
+    return DispatchPolicy::PlanFfnExit(w, mine);
+  }
+};
+
+// Each attention-DP group's count is rounded up to a multiple of attention TP
+// before the padding mode is chosen (model_executor/forward_batch_info.py:
+// 1769-1772 @ 0.5.23), so that a group's rows split evenly over attention TP.
+class DpTokensNotAligned : public DispatchPolicy {
+ public:
+  std::string_view name() const override { return "dp-tokens-not-aligned"; }
+  DpBatchPlan PlanDpBatch(const DpBatch& gathered, int, int my_group,
+                          const RankLocalState& local) const override {
+    return DispatchPolicy::PlanDpBatch(gathered, 1, my_group, local);
+  }
+};
+
+// The embedding output of a model wired for attention DP reduces over
+// attention TP (vocab_parallel_embedding.py:166-185 @ 0.5.23, asked for by
+// llama4.py:493 and glm4_moe.py:883, not by llama.py:432). Reduced over TP,
+// it mixes attention-DP groups whose batches differ.
+class EmbeddingOverTpUnderDp : public DispatchPolicy {
+ public:
+  std::string_view name() const override { return "embedding-over-tp-under-dp-attention"; }
+  GroupRole EmbeddingGroup(const ParallelWidths&, bool) const override { return GroupRole::kTp; }
+};
+
+// The fused library's availability acted on per rank: SGLang 0.5.23 ORs the
+// unavailable flag over TP (flashinfer_comm_fusion.py:713-741), so a rank
+// whose library failed to load takes every peer off the fused path with it.
+// init-failure-without-vote removes this vote and the workspace's; this
+// mutant removes only this one.
+class LibraryCheckUnvoted : public DispatchPolicy {
+ public:
+  std::string_view name() const override { return "library-check-unvoted"; }
+  bool LibraryAvailable(bool local_ok, bool) const override { return local_ok; }
+};
+
 template <typename Policy>
 std::unique_ptr<DispatchPolicy> Make() {
   return std::make_unique<Policy>();
@@ -378,8 +461,8 @@ struct MutantEntry {
   std::unique_ptr<DispatchPolicy> (*make)();
 };
 
-const std::array<MutantEntry, 19>& Entries() {
-  static const std::array<MutantEntry, 19> kEntries = {{
+const std::array<MutantEntry, 26>& Entries() {
+  static const std::array<MutantEntry, 26> kEntries = {{
       {{"swallow-kernel-error", "a failing fused kernel falls back to NCCL on its own rank",
         "SGLang PR #30700 review (try/except fallback)", Verdict::kHang, "kernel_launch_failure"},
        &Make<SwallowKernelError>},
@@ -451,6 +534,39 @@ const std::array<MutantEntry, 19>& Entries() {
       {{"abort-from-local-clock", "a request's timeout checked against the rank's own clock",
         "SGLang #27221 (time-based decisions from per-rank clocks)", Verdict::kHang, "clock_skew"},
        &Make<AbortFromLocalClock>},
+      {{"defer-at-last-layer", "the last layer's sum deferred to the final norm",
+        "SGLang 0.5.23 exit.py:150-175, residual/__init__.py:248-250 (no pending sum at the final "
+        "norm)",
+        Verdict::kWrongPeer, "any layout that defers (tp > 1, no hybrid EP+TP)"},
+       &Make<DeferAtLastLayer>},
+      {{"pp-flush-skipped", "the owed MoE sum not completed before a stage's activations leave",
+        "SGLang 0.5.23 residual/batch.py:269-291; SGLang #28619 (its partial form)",
+        Verdict::kWrongPeer, "pp > 1 with a MoE layer last in a stage"},
+       &Make<PipelineFlushSkipped>},
+      {{"dense-mlp-over-attn-tp", "a dense MLP's sum reduced over attention TP instead of TP",
+        "SGLang 0.5.23 layer_boundary/factories.py:184-192", Verdict::kWrongPeer,
+        "attention DP with dense layers"},
+       &Make<DenseMlpOverAttnTp>},
+      {{"reduce-scatter-under-sum-len",
+        "the attention-DP exit reduce-scattered under SUM_LEN padding",
+        "SGLang 0.5.23 exit.py:76-95 (_select_dp_reduce_scatter: MAX_LEN only)", Verdict::kMismatch,
+        "attention DP with SUM_LEN padding"},
+       &Make<ReduceScatterUnderSumLen>},
+      {{"dp-tokens-not-aligned",
+        "attention-DP counts not rounded up to attention TP before padding",
+        "SGLang 0.5.23 forward_batch_info.py:1769-1772", Verdict::kMismatch,
+        "attention DP, attention TP > 1, a count not a multiple of it"},
+       &Make<DpTokensNotAligned>},
+      {{"embedding-over-tp-under-dp-attention",
+        "the embedding output reduced over TP under attention DP",
+        "SGLang 0.5.23 vocab_parallel_embedding.py:166-185 (llama.py:432 does not ask for "
+        "attention TP)",
+        Verdict::kHang, "attention DP with unequal DP batches"},
+       &Make<EmbeddingOverTpUnderDp>},
+      {{"library-check-unvoted", "a rank whose fused library failed leaves the fused path alone",
+        "SGLang 0.5.23 flashinfer_comm_fusion.py:713-741 (unavailable flag OR-synced over TP)",
+        Verdict::kHang, "library_unavailable"},
+       &Make<LibraryCheckUnvoted>},
   }};
   return kEntries;
 }

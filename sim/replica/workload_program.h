@@ -507,7 +507,14 @@ class WorkloadProgram {
                                      : std::vector<GroupRole>{exit.group};
         if (flush.kind == ExitKind::kAllReduceThenScatter) {
           if (!DpReturn(owed, flush, expected, t_dp)) return false;
-        } else if (!flush.reductions.empty()) {
+        } else if (flush.reductions.empty()) {
+          // Nothing flushed: the activations leave with this rank's partial
+          // sum, checked as what the next stage receives.
+          if (expected.ranks.size() > 1) {
+            const Data data = host_.Input(owed, owed.Instance(), rows * Hidden());
+            if (!host_.Check(owed, owed.Instance(), expected, data)) return false;
+          }
+        } else {
           const SiteRef flushed{step, layer, SiteKind::kMoeFlush};
           Data data = host_.Input(flushed, owed.Instance(), rows * Hidden());
           if (!ReduceAll(flushed, flush.reductions, rows, data)) {
@@ -539,6 +546,18 @@ class WorkloadProgram {
           if (moe_layer && !ReduceReplicatedAgain(owed, t_dp, expected, kept)) return false;
           break;
         }
+      }
+    }
+
+    // The final norm takes no pending sum (residual/__init__.py:248-250 @
+    // 0.5.23): a sum still owed after the last layer reaches it as this rank's
+    // partial sum.
+    if (pending && stage_ == last_stage) {
+      const int64_t owed_rows =
+          pending->exit.kind == ExitKind::kDeferAllReduceScatter ? t_dp : t_moe;
+      const Data data = host_.Input(pending->site, pending->site.Instance(), owed_rows * Hidden());
+      if (!host_.Check(pending->site, pending->site.Instance(), FfnGroup(pending->ffn), data)) {
+        return false;
       }
     }
 

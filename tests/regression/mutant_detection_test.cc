@@ -75,6 +75,25 @@ const std::map<std::string, std::vector<std::string>>& Targets() {
       {"warm-cache-skips-tuner", {"faults/tp8-warm-tuner-cache"}},
       {"spec-skip-from-local-length", {"faults/tp8-seq-len-view"}},
       {"abort-from-local-clock", {"faults/tp8-clock-skew"}},
+      // The final norm is reached by every layout that defers the last sum.
+      {"defer-at-last-layer",
+       {"tp16-deepseek-v3-gb200", "tp2-qwen3-h200x2", "dpattn-dp2-deepseek-v3-h200"}},
+      {"pp-flush-skipped",
+       {"pp2-tp4-ep2-qwen3-h200", "pp2-tp8-ep2-deepseek-v3-gb200", "pp9-tp16-deepseek-v3-2xnvl72"}},
+      {"dense-mlp-over-attn-tp",
+       {"dpattn-dp2-deepseek-v3-h200", "dpattn-dp8-deepseek-v3-h200",
+        "tp8-ep4-moedp2-deepseek-v3-h200"}},
+      {"reduce-scatter-under-sum-len",
+       {"dpattn-dp2-deepseek-v3-h200", "dpattn-dp2-ep4-qwen3-h200"}},
+      // The catalogue's one batch whose count is not a multiple of attention
+      // TP: 3 tokens on attention TP 4.
+      {"dp-tokens-not-aligned", {"dpattn-dp2-speculative-deepseek-v3-h200"}},
+      {"embedding-over-tp-under-dp-attention",
+       {"dpattn-dp2-deepseek-v3-h200", "dpattn-dp8-ep8-deepseek-v3-h200",
+        "dpattn-dp2-ep4-qwen3-h200"}},
+      {"library-check-unvoted",
+       {"faults/tp8-library-unavailable", "faults/tp16-gb200-library-unavailable",
+        "faults/tp8-ep8-b200-library-unavailable"}},
   };
   return *kTargets;
 }
