@@ -118,7 +118,7 @@ LamportLaunch MakeLaunch(Rig& rig, int d, int64_t elems, const LamportOptions& o
   l.two_shot = o.two_shot;
   l.rms_norm = o.norm;
   l.wait_budget_ns = o.budget_ns;
-  l.verify_clear = o.verify_clear;
+  l.options.verify_clear = o.verify_clear;
   l.abort = ws.abort_device();
   l.status = ws.status();
   l.virtual_ranks = 1;

@@ -30,13 +30,21 @@ std::string_view BackendKindName(BackendKind kind);  // "skip", "fused", "custom
 enum class Algorithm : uint8_t { kNone = 0, kOneShot, kTwoShot };
 std::string_view AlgorithmName(Algorithm algorithm);  // "none", "one_shot", "two_shot"
 
-// How the fused kernel runs its Lamport protocol (DecisionRecord::kernel_flags).
+// How the fused kernel runs its Lamport protocol (DecisionRecord::kernel_flags):
+// each bit is one safeguard of the protocol (kernels/protocol/lamport.h), and
+// the reference runs them all; a mutant clears one (docs/FAULTS.md).
 enum KernelFlag : uint8_t {
   kSanitizeInputs = 1,  // rewrite −0 inputs to +0 before pushing them
   kExactSentinel = 2,   // sentinel test on exact bits (else `v == 0 && signbit(v)`)
   kVerifyClear = 4,     // read back the cleared buffer; a clear that did not take is an error
+  kClearPreviousFootprint = 8,  // clear what the previous call wrote (else this call's size)
+  kRankOrderSum = 16,           // sum the slots in rank order (else from the rank's own)
+  kThreeBufferRotation = 32,    // rotate three buffers (else two)
+  kBoundedWaits = 64,           // every poll bounded by the wait budget (else unbounded)
 };
-inline constexpr uint8_t kReferenceKernelFlags = kSanitizeInputs | kExactSentinel | kVerifyClear;
+inline constexpr uint8_t kReferenceKernelFlags = kSanitizeInputs | kExactSentinel | kVerifyClear |
+                                                 kClearPreviousFootprint | kRankOrderSum |
+                                                 kThreeBufferRotation | kBoundedWaits;
 
 // Every check a backend's CanUse evaluates, named as the decision record and
 // the reports print them.

@@ -223,53 +223,70 @@ class PerRankGridSize : public DispatchPolicy {
   }
 };
 
-// FlashInfer MNNVL kernels' comment: a sentinel test written as
-// `v == 0 && signbit(v)`; under flush-to-zero a peer's negative subnormal
-// reads as −0 and the poll never ends.
-class SentinelZeroAndSignbit : public DispatchPolicy {
+// --- Lamport protocol safeguards (kernel flags), each removed. --------------
+// Each mutant launches the reference's kernel with one KernelFlag cleared
+// (dispatch/decision.h; kernels/protocol/lamport.h says what each guards).
+template <const char* kName, KernelFlag kFlag>
+class WithoutKernelFlag : public DispatchPolicy {
  public:
-  std::string_view name() const override { return "sentinel-zero-and-signbit"; }
+  std::string_view name() const override { return kName; }
 
  protected:
   void ConfigureFusedLaunch(const GroupBackends& b, const CallDesc& call,
                             DecisionRecord& r) const override {
     DispatchPolicy::ConfigureFusedLaunch(b, call, r);
-    r.kernel_flags = static_cast<uint8_t>(r.kernel_flags & ~kExactSentinel);
+    r.kernel_flags = static_cast<uint8_t>(r.kernel_flags & ~kFlag);
   }
 };
+
+// FlashInfer MNNVL kernels' comment: a sentinel test written as
+// `v == 0 && signbit(v)`; under flush-to-zero a peer's negative subnormal
+// reads as −0 and the poll never ends.
+inline constexpr char kSentinelZeroAndSignbit[] = "sentinel-zero-and-signbit";
+using SentinelZeroAndSignbit = WithoutKernelFlag<kSentinelZeroAndSignbit, kExactSentinel>;
 
 // The Lamport kernel pushes its inputs as they are: a −0 input is the
 // sentinel, so its readers take the element as not yet written and poll
 // forever. The reference rewrites −0 to +0 before pushing (kSanitizeInputs),
 // as the Lamport all-reduce kernels of TensorRT-LLM and FlashInfer do.
-class NoInputSanitising : public DispatchPolicy {
- public:
-  std::string_view name() const override { return "no-input-sanitising"; }
-
- protected:
-  void ConfigureFusedLaunch(const GroupBackends& b, const CallDesc& call,
-                            DecisionRecord& r) const override {
-    DispatchPolicy::ConfigureFusedLaunch(b, call, r);
-    r.kernel_flags = static_cast<uint8_t>(r.kernel_flags & ~kSanitizeInputs);
-  }
-};
+inline constexpr char kNoInputSanitising[] = "no-input-sanitising";
+using NoInputSanitising = WithoutKernelFlag<kNoInputSanitising, kSanitizeInputs>;
 
 // The clear of the previous call's Lamport buffer trusted without reading it
 // back: a clear that did not take (a lost store) leaves the previous call's
 // data, which the next call in that buffer reads as fresh (TensorRT-LLM #6237:
 // stale data when the previous call was larger). The reference reads the
 // cleared range back and raises (kVerifyClear).
-class NoClearReadback : public DispatchPolicy {
- public:
-  std::string_view name() const override { return "no-clear-readback"; }
+inline constexpr char kNoClearReadback[] = "no-clear-readback";
+using NoClearReadback = WithoutKernelFlag<kNoClearReadback, kVerifyClear>;
 
- protected:
-  void ConfigureFusedLaunch(const GroupBackends& b, const CallDesc& call,
-                            DecisionRecord& r) const override {
-    DispatchPolicy::ConfigureFusedLaunch(b, call, r);
-    r.kernel_flags = static_cast<uint8_t>(r.kernel_flags & ~kVerifyClear);
-  }
-};
+// TensorRT-LLM #6237 (nvbugs/5399355): the previous buffer cleared for the
+// size of the current call. After a larger call, its tail survives the clear
+// and reads back as the sentinel-free data of the next larger call in that
+// buffer. The fix tracks the previous call's size (LamportState::clear_elems).
+inline constexpr char kClearSizedByCurrentCall[] = "clear-sized-by-current-call";
+using ClearSizedByCurrentCall =
+    WithoutKernelFlag<kClearSizedByCurrentCall, kClearPreviousFootprint>;
+
+// One-shot slots summed from the rank's own slot on: every rank rounds in
+// another order, so members of one group end with different bits (the
+// reference sums in rank order, as TensorRT-LLM's and FlashInfer's one-shot
+// kernels do, so that replicas stay bitwise identical).
+inline constexpr char kSumFromOwnRank[] = "sum-from-own-rank";
+using SumFromOwnRank = WithoutKernelFlag<kSumFromOwnRank, kRankOrderSum>;
+
+// Two Lamport buffers instead of three: the buffer a call clears is the one a
+// peer already in the next call writes into, so the clear can erase the
+// peer's data (the reason TensorRT-LLM's and FlashInfer's MNNVL workspaces
+// keep NUM_LAMPORT_BUFFERS = 3).
+inline constexpr char kTwoBufferRotation[] = "two-buffer-rotation";
+using TwoBufferRotation = WithoutKernelFlag<kTwoBufferRotation, kThreeBufferRotation>;
+
+// Lamport polls without a bound: a peer that died or never launched leaves
+// its readers spinning for ever, where the reference's bounded wait ends the
+// call naming the peer (FlashInfer #3053's hang is such a spin).
+inline constexpr char kUnboundedKernelWait[] = "unbounded-kernel-wait";
+using UnboundedKernelWait = WithoutKernelFlag<kUnboundedKernelWait, kBoundedWaits>;
 
 // The accumulation type taken from each rank's environment (PR #30700
 // review: fp32_acc must match the fused path on every rank).
@@ -461,8 +478,8 @@ struct MutantEntry {
   std::unique_ptr<DispatchPolicy> (*make)();
 };
 
-const std::array<MutantEntry, 26>& Entries() {
-  static const std::array<MutantEntry, 26> kEntries = {{
+const std::array<MutantEntry, 30>& Entries() {
+  static const std::array<MutantEntry, 30> kEntries = {{
       {{"swallow-kernel-error", "a failing fused kernel falls back to NCCL on its own rank",
         "SGLang PR #30700 review (try/except fallback)", Verdict::kHang, "kernel_launch_failure"},
        &Make<SwallowKernelError>},
@@ -567,6 +584,23 @@ const std::array<MutantEntry, 26>& Entries() {
         "SGLang 0.5.23 flashinfer_comm_fusion.py:713-741 (unavailable flag OR-synced over TP)",
         Verdict::kHang, "library_unavailable"},
        &Make<LibraryCheckUnvoted>},
+      {{"clear-sized-by-current-call",
+        "the previous Lamport buffer cleared for the current call's size",
+        "TensorRT-LLM #6237 (nvbugs/5399355: stale data after a larger call)", Verdict::kMismatch,
+        "token counts that shrink then grow (tp8-lamport-sizes-llama3-h200)"},
+       &Make<ClearSizedByCurrentCall>},
+      {{"sum-from-own-rank", "one-shot slots summed from the rank's own slot on",
+        "rank-order summation of the Lamport one-shot (TensorRT-LLM, FlashInfer)",
+        Verdict::kDivergence, "any fused one-shot call"},
+       &Make<SumFromOwnRank>},
+      {{"two-buffer-rotation", "two Lamport buffers rotated instead of three",
+        "NUM_LAMPORT_BUFFERS = 3 of the MNNVL workspaces (TensorRT-LLM, FlashInfer)",
+        Verdict::kHang, "a peer one call ahead"},
+       &Make<TwoBufferRotation>},
+      {{"unbounded-kernel-wait", "Lamport polls without a bound",
+        "FlashInfer #3053, vLLM #35772 (a Lamport spin that never ends)", Verdict::kHang,
+        "rank_killed"},
+       &Make<UnboundedKernelWait>},
   }};
   return kEntries;
 }

@@ -130,15 +130,11 @@ __global__ void __launch_bounds__(kMaxThreads)
   const int vrank = static_cast<int>(blockIdx.x) / p.blocks_per_rank;
   const DeviceRankView view{&p, &p.ranks[vrank], vrank,
                             static_cast<int>(blockIdx.x) % p.blocks_per_rank, p.blocks_per_rank};
-  protocol::AllReduceArgs a;
+  protocol::AllReduceArgs a = p.options;
   a.rank = p.ranks[vrank].rank;
   a.world = p.world;
   a.elems = p.elems;
   a.elem = E;
-  a.sentinel = p.sentinel;
-  a.ftz = p.ftz;
-  a.sanitize = p.sanitize;
-  a.verify_clear = p.verify_clear;
   if (!p.rms_norm) {
     DeviceLamportMem<E, kChunkVectors> mem(view);
     if (p.two_shot) {

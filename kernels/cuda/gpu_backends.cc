@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_format.h"
 #include "kernels/cuda/allreduce_kernels.h"
+#include "kernels/protocol/kernel_flags.h"
 #include "kernels/protocol/wait_report.h"
 
 namespace lockstep::cuda {
@@ -63,14 +64,11 @@ absl::StatusOr<LamportLaunch> GpuFusedBackend::MakeLaunch(const Tensor& tensor,
   l.hidden = tensor.desc.hidden();
   l.buffer_elems = workspace_->buffer_elems();
   l.elem = *elem;
-  l.sentinel = (record.kernel_flags & kExactSentinel) != 0
-                   ? protocol::SentinelTest::kExactBits
-                   : protocol::SentinelTest::kZeroAndSignbit;
-  l.sanitize = (record.kernel_flags & kSanitizeInputs) != 0;
-  l.verify_clear = (record.kernel_flags & kVerifyClear) != 0;
+  protocol::ApplyKernelFlags(record.kernel_flags, l.options);
   l.fp32_acc = record.fp32_acc;
   l.two_shot = record.algorithm == Algorithm::kTwoShot;
-  l.wait_budget_ns = wait_budget_ns_;
+  // Without kBoundedWaits the kernel polls without a bound (0).
+  l.wait_budget_ns = (record.kernel_flags & kBoundedWaits) != 0 ? wait_budget_ns_ : 0;
   l.abort = workspace_->abort_device();
   l.status = workspace_->status();
   l.virtual_ranks = 1;

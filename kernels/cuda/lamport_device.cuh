@@ -282,7 +282,7 @@ class DeviceLamportMem {
   __device__ int64_t Stride() const { return stride_vecs_ * kVec; }
   __device__ int64_t VecStride() const { return stride_vecs_; }
   __device__ bool HasSentinel(const uint4& v) const {
-    const protocol::SentinelTest test = view_.launch->sentinel;
+    const protocol::SentinelTest test = view_.launch->options.sentinel;
     if (test == protocol::SentinelTest::kExactBits) {
       if constexpr (E == Elem::kFp32) {
         return v.x == 0x80000000u || v.y == 0x80000000u || v.z == 0x80000000u || v.w == 0x80000000u;
@@ -298,7 +298,7 @@ class DeviceLamportMem {
     }
 #pragma unroll
     for (int i = 0; i < kVec; ++i) {
-      if (protocol::IsSentinel(Vec<E>::Get(v, i), E, test, view_.launch->ftz)) return true;
+      if (protocol::IsSentinel(Vec<E>::Get(v, i), E, test, view_.launch->options.ftz)) return true;
     }
     return false;
   }

@@ -47,10 +47,10 @@ struct LamportLaunch {
   int64_t hidden = 0;        // row length (norm epilogue)
   int64_t buffer_elems = 0;  // elements per receive buffer
   protocol::Elem elem = protocol::Elem::kBf16;
-  protocol::SentinelTest sentinel = protocol::SentinelTest::kExactBits;
-  bool ftz = false;
-  bool sanitize = true;
-  bool verify_clear = true;
+  // The protocol's options (sentinel test, flush-to-zero, sanitising, the
+  // clear and its read-back, summation order, rotation: ApplyKernelFlags);
+  // rank, world, elems and elem are the launch's own, set per rank.
+  protocol::AllReduceArgs options;
   bool fp32_acc = false;
   bool two_shot = false;
   bool rms_norm = false;

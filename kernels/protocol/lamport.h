@@ -65,15 +65,19 @@ struct LamportCall {
   uint64_t epoch;         // 1-based index of this call
 };
 
-LS_HD LS_INLINE LamportCall BeginLamportCall(const LamportState& s) {
-  return LamportCall{s.buffer, (s.buffer + kLamportBuffers - 1) % kLamportBuffers, s.clear_elems,
+// `buffers`: the rotation's length, kLamportBuffers (AllReduceArgs::buffers;
+// two models the bug of too short a rotation).
+LS_HD LS_INLINE LamportCall BeginLamportCall(const LamportState& s,
+                                             uint32_t buffers = kLamportBuffers) {
+  return LamportCall{s.buffer % buffers, (s.buffer + buffers - 1) % buffers, s.clear_elems,
                      s.calls + 1};
 }
 
 // Called once per call, by the last block to arrive: rotates to the next
 // buffer and remembers how much this call wrote, for the next call to clear.
-LS_HD LS_INLINE void EndLamportCall(LamportState& s, int64_t elems_written) {
-  s.buffer = (s.buffer + 1) % kLamportBuffers;
+LS_HD LS_INLINE void EndLamportCall(LamportState& s, int64_t elems_written,
+                                    uint32_t buffers = kLamportBuffers) {
+  s.buffer = (s.buffer + 1) % buffers;
   s.clear_elems = elems_written;
   s.arrivals = 0;
   s.calls += 1;
@@ -113,23 +117,39 @@ struct AllReduceArgs {
   // Read the cleared region back: stale data left by a clear that did not
   // take would otherwise be read as the next call's data, silently.
   bool verify_clear = true;
+  // Clear what the previous call wrote (LamportState::clear_elems), not this
+  // call's own footprint: after a larger call, a clear sized by a smaller one
+  // leaves the larger call's tail, which a later, larger call in that buffer
+  // reads as fresh data (TensorRT-LLM #6237).
+  bool clear_previous_footprint = true;
+  // Sum the peers' slots in rank order 0, 1, ..., so that every rank computes
+  // the same bits; from its own slot on, each rank rounds in another order.
+  bool rank_order_sum = true;
+  // Length of the buffer rotation: kLamportBuffers. With two, the buffer a
+  // call clears is the one a peer one call ahead is already writing.
+  uint32_t buffers = kLamportBuffers;
 };
+
+// The p-th slot a rank sums (rank_order_sum: slot p; else its own first).
+LS_HD LS_INLINE int32_t SumOrderSlot(const AllReduceArgs& a, int32_t p) {
+  return a.rank_order_sum ? p : (a.rank + p) % a.world;
+}
 
 // Clears what the previous call left in the previous buffer and, with
 // `verify_clear`, checks that it reads as the sentinel again. Shared by the
 // one-shot and two-shot protocols.
+// `footprint`: what this call itself leaves in its buffer (the size a clear
+// takes without clear_previous_footprint).
 template <class Mem>
-LS_HD bool ClearPreviousBuffer(Mem& mem, const LamportCall& call, const AllReduceArgs& a) {
-  for (int64_t pos = mem.FirstChunk(0); pos < call.clear_elems;
-       pos = mem.NextChunk(pos, call.clear_elems)) {
-    mem.Clear(call.clear_buffer, pos, mem.ChunkLen(pos, call.clear_elems));
+LS_HD bool ClearPreviousBuffer(Mem& mem, const LamportCall& call, const AllReduceArgs& a,
+                               int64_t footprint) {
+  const int64_t n = a.clear_previous_footprint ? call.clear_elems : footprint;
+  for (int64_t pos = mem.FirstChunk(0); pos < n; pos = mem.NextChunk(pos, n)) {
+    mem.Clear(call.clear_buffer, pos, mem.ChunkLen(pos, n));
   }
   if (!a.verify_clear) return true;
-  for (int64_t pos = mem.FirstChunk(0); pos < call.clear_elems;
-       pos = mem.NextChunk(pos, call.clear_elems)) {
-    if (!mem.VerifyCleared(call.clear_buffer, pos, mem.ChunkLen(pos, call.clear_elems))) {
-      return false;
-    }
+  for (int64_t pos = mem.FirstChunk(0); pos < n; pos = mem.NextChunk(pos, n)) {
+    if (!mem.VerifyCleared(call.clear_buffer, pos, mem.ChunkLen(pos, n))) return false;
   }
   return true;
 }

@@ -25,7 +25,7 @@ LS_HD LS_INLINE int64_t OneShotFootprint(int32_t world, int64_t elems) {
 
 template <class Mem>
 LS_HD ProtocolStatus OneShotAllReduce(Mem& mem, const AllReduceArgs& a) {
-  const LamportCall call = BeginLamportCall(mem.State());
+  const LamportCall call = BeginLamportCall(mem.State(), a.buffers);
 
   // Push: sanitised input into slot `rank` of every peer, starting with the
   // next peer so that ranks do not all write to peer 0 first.
@@ -38,13 +38,16 @@ LS_HD ProtocolStatus OneShotAllReduce(Mem& mem, const AllReduceArgs& a) {
     }
   }
 
-  if (!ClearPreviousBuffer(mem, call, a)) return mem.Failure();
+  if (!ClearPreviousBuffer(mem, call, a, OneShotFootprint(a.world, a.elems))) {
+    return mem.Failure();
+  }
 
   // Poll and reduce in fixed rank order.
   for (int64_t pos = mem.FirstChunk(0); pos < a.elems; pos = mem.NextChunk(pos, a.elems)) {
     const int64_t len = mem.ChunkLen(pos, a.elems);
     typename Mem::Acc acc = mem.Zero();
-    for (int32_t p = 0; p < a.world; ++p) {
+    for (int32_t i = 0; i < a.world; ++i) {
+      const int32_t p = SumOrderSlot(a, i);
       typename Mem::Value v;
       if (!mem.Wait(call.buffer, OneShotSlotOffset(p, a.elems) + pos, len, p, &v)) {
         return mem.Failure();
@@ -54,7 +57,9 @@ LS_HD ProtocolStatus OneShotAllReduce(Mem& mem, const AllReduceArgs& a) {
     mem.StoreOutput(pos, mem.Finish(acc));
   }
 
-  if (mem.ArriveLast()) EndLamportCall(mem.State(), OneShotFootprint(a.world, a.elems));
+  if (mem.ArriveLast()) {
+    EndLamportCall(mem.State(), OneShotFootprint(a.world, a.elems), a.buffers);
+  }
   return ProtocolStatus{};
 }
 

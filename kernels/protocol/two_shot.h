@@ -49,7 +49,7 @@ LS_HD LS_INLINE int64_t TwoShotFootprint(int32_t world, int64_t elems) {
 
 template <class Mem>
 LS_HD ProtocolStatus TwoShotAllReduce(Mem& mem, const AllReduceArgs& a) {
-  const LamportCall call = BeginLamportCall(mem.State());
+  const LamportCall call = BeginLamportCall(mem.State(), a.buffers);
   const int64_t chunk = TwoShotChunk(a.world, a.elems);
   const int64_t stage2 = TwoShotStage2Offset(a.world, a.elems);
 
@@ -65,7 +65,9 @@ LS_HD ProtocolStatus TwoShotAllReduce(Mem& mem, const AllReduceArgs& a) {
     }
   }
 
-  if (!ClearPreviousBuffer(mem, call, a)) return mem.Failure();
+  if (!ClearPreviousBuffer(mem, call, a, TwoShotFootprint(a.world, a.elems))) {
+    return mem.Failure();
+  }
 
   // Stage 2: reduce my range in rank order and push it to everyone.
   const int64_t my_lo = TwoShotOwnerBegin(a.rank, a.world, a.elems);
@@ -73,7 +75,8 @@ LS_HD ProtocolStatus TwoShotAllReduce(Mem& mem, const AllReduceArgs& a) {
   for (int64_t pos = mem.FirstChunk(my_lo); pos < my_hi; pos = mem.NextChunk(pos, my_hi)) {
     const int64_t len = mem.ChunkLen(pos, my_hi);
     typename Mem::Acc acc = mem.Zero();
-    for (int32_t p = 0; p < a.world; ++p) {
+    for (int32_t i = 0; i < a.world; ++i) {
+      const int32_t p = SumOrderSlot(a, i);
       typename Mem::Value v;
       if (!mem.Wait(call.buffer, static_cast<int64_t>(p) * chunk + (pos - my_lo), len, p, &v)) {
         return mem.Failure();
@@ -100,7 +103,9 @@ LS_HD ProtocolStatus TwoShotAllReduce(Mem& mem, const AllReduceArgs& a) {
     }
   }
 
-  if (mem.ArriveLast()) EndLamportCall(mem.State(), TwoShotFootprint(a.world, a.elems));
+  if (mem.ArriveLast()) {
+    EndLamportCall(mem.State(), TwoShotFootprint(a.world, a.elems), a.buffers);
+  }
   return ProtocolStatus{};
 }
 

@@ -330,15 +330,28 @@ bool ReductionChecker::Check(SimContext& ctx, const ReductionCheck& c, const Sim
     if (run.begin >= c.elems) break;
     const SimValue& v = run.value;
     if ((v.flags & kShifted) != 0 || run.src != run.begin) {
-      ctx.Report(Finding{
-          Verdict::kMismatch,
-          absl::StrFormat("rank %d %s: elements [%d,%d) hold data written for other offsets: "
-                          "ranks disagreed on the message layout",
-                          c.rank, c.site.ToString(), run.begin, run.end),
-          {{"site", c.site.ToString()}, {"rank", c.rank}, {"elements", {run.begin, run.end}}},
-          c.rank,
-          ctx.Clock(c.rank),
-          Detector::kMessageLayout});
+      // Data at other offsets: ranks laid the message out differently, or an
+      // earlier call's data (another instance) was left in the buffer and
+      // read as this call's. The exact rerun tells which.
+      std::string why = "ranks disagreed on the message layout";
+      nlohmann::json details = {
+          {"site", c.site.ToString()}, {"rank", c.rank}, {"elements", {run.begin, run.end}}};
+      if (ctx.exact) {
+        nlohmann::json who = ExplainContributors(ctx, v, c.expected, c.instance);
+        if (!who["stale"].empty()) {
+          why = absl::StrFormat(
+              "stale ranks %s: an earlier call's data, left in the buffer, read as this call's",
+              RankRanges(who["stale"].get<std::vector<int>>()));
+        }
+        details["contributors"] = std::move(who);
+      } else {
+        ctx.needs_exact_rerun = true;
+      }
+      ctx.Report(Finding{Verdict::kMismatch,
+                         absl::StrFormat("rank %d %s: elements [%d,%d) hold data written for other "
+                                         "offsets: %s",
+                                         c.rank, c.site.ToString(), run.begin, run.end, why),
+                         std::move(details), c.rank, ctx.Clock(c.rank), Detector::kMessageLayout});
       return false;
     }
     if (v.key_sum != expected_sum || v.count != expected_count) {

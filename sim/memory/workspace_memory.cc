@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_format.h"
+#include "kernels/protocol/kernel_flags.h"
 #include "kernels/protocol/one_shot.h"
 #include "kernels/protocol/two_shot.h"
 
@@ -29,19 +30,15 @@ int SimWorkspace::MemberOf(int rank) const {
 
 protocol::ProtocolStatus SimWorkspace::RunAllReduce(int member, const DecisionRecord& d,
                                                     const SimTensor& in, SimTensor& out) {
-  const protocol::SentinelTest sentinel = (d.kernel_flags & kExactSentinel) != 0
-                                              ? protocol::SentinelTest::kExactBits
-                                              : protocol::SentinelTest::kZeroAndSignbit;
-  LamportMem mem(*this, member, in, out, d.fp32_acc, sentinel);
   protocol::AllReduceArgs args;
+  protocol::ApplyKernelFlags(d.kernel_flags, args);
   args.rank = member;
   args.world = static_cast<int32_t>(peers_.size());
   args.elems = in.elems;
   args.elem = ctx_.elem;
-  args.sentinel = sentinel;
   args.ftz = ctx_.scenario.workload.ftz || (ctx_.faults != nullptr && ctx_.faults->ForcesFtz());
-  args.sanitize = (d.kernel_flags & kSanitizeInputs) != 0;
-  args.verify_clear = (d.kernel_flags & kVerifyClear) != 0;
+  LamportMem mem(*this, member, in, out, d.fp32_acc, args.sentinel,
+                 (d.kernel_flags & kBoundedWaits) != 0);
   out.elems = in.elems;
   return d.algorithm == Algorithm::kTwoShot ? protocol::TwoShotAllReduce(mem, args)
                                             : protocol::OneShotAllReduce(mem, args);
@@ -70,6 +67,10 @@ bool SimWorkspace::WaitsOnLostWrite(int, int64_t detail) const {
   return false;
 }
 
+bool SimWorkspace::WaitIsBounded(int, int64_t detail) const {
+  return members_[static_cast<size_t>(detail)].waiter.bounded;
+}
+
 std::string SimWorkspace::DescribeWait(int rank, int64_t detail) const {
   const Member& m = members_[static_cast<size_t>(detail)];
   const Waiter& w = m.waiter;
@@ -87,6 +88,10 @@ std::vector<int> SimWorkspace::WaitsOn(int, int64_t detail) const {
 }
 
 void LamportMem::Clear(uint32_t buffer, int64_t offset, int64_t len) {
+  // A scheduling point: on the GPU a peer runs on while this rank's pushes
+  // land, so a peer may finish this call and push its next one before this
+  // rank clears (the race the three-buffer rotation is there for).
+  ctx_.scheduler.Yield();
   if (ctx_.faults != nullptr && ctx_.faults->DropsClear(rank_, epoch_)) return;
   ws_.members_[static_cast<size_t>(member_)].buffers[buffer].Clear(offset, offset + len);
 }
@@ -170,7 +175,7 @@ bool LamportMem::Wait(uint32_t buffer, int64_t offset, int64_t len, int32_t writ
       ctx_.AdvanceTo(rank_, ready);
       return true;
     }
-    m.waiter = SimWorkspace::Waiter{true, buffer, offset, len, writer};
+    m.waiter = SimWorkspace::Waiter{true, buffer, offset, len, writer, bounded_};
     if (!ctx_.scheduler.Block(BlockReason{&ws_, member_, ctx_.Clock(rank_)})) {
       m.waiter.active = false;
       return false;  // the run is shutting down: abandon the protocol

@@ -57,6 +57,7 @@ class SimWorkspace : public Waitable {
   std::string DescribeWait(int rank, int64_t detail) const override;
   std::vector<int> WaitsOn(int rank, int64_t detail) const override;
   bool WaitsOnLostWrite(int rank, int64_t detail) const override;
+  bool WaitIsBounded(int rank, int64_t detail) const override;
 
   // Lands `v` (written by global rank `writer`) in member `peer`'s `buffer` at
   // `offset`, waking the member if it polls that range.
@@ -81,6 +82,7 @@ class SimWorkspace : public Waitable {
     int64_t offset = 0;
     int64_t len = 0;
     int32_t writer = -1;  // index in peers_
+    bool bounded = true;  // the poll gives up after the wait budget
   };
   struct Member {
     std::array<LamportBuffer, protocol::kLamportBuffers> buffers;
@@ -109,8 +111,10 @@ class LamportMem : public protocol::WholeRangeChunks {
   using Value = SimChunk;
   using Acc = Accumulator;
 
+  // `bounded`: every poll gives up after the workspace's wait budget (the
+  // reference); else it waits without bound.
   LamportMem(SimWorkspace& ws, int member, const SimTensor& in, SimTensor& out, bool fp32_acc,
-             protocol::SentinelTest sentinel)
+             protocol::SentinelTest sentinel, bool bounded)
       : ws_(ws),
         ctx_(ws.ctx_),
         member_(member),
@@ -122,7 +126,8 @@ class LamportMem : public protocol::WholeRangeChunks {
         out_(out),
         fp32_acc_(fp32_acc),
         sentinel_(sentinel),
-        wait_budget_ns_(ws.WaitBudgetNs()) {}
+        bounded_(bounded),
+        wait_budget_ns_(bounded ? ws.WaitBudgetNs() : std::numeric_limits<int64_t>::max() / 2) {}
 
   Value LoadInput(int64_t pos, int64_t len);
   void Sanitize(Value& v) { SanitizeChunk(ctx_, v); }
@@ -159,6 +164,7 @@ class LamportMem : public protocol::WholeRangeChunks {
   SimTensor& out_;
   bool fp32_acc_;
   protocol::SentinelTest sentinel_;
+  bool bounded_;            // polls give up after the budget (kBoundedWaits)
   int64_t wait_budget_ns_;  // every poll's bound (timeouts.kernel_wait_ms)
   protocol::ProtocolStatus failure_{protocol::ProtocolError::kAborted, -1, 0, 0};
 };

@@ -304,6 +304,7 @@ SimResult AnalyzeRun(const SimRun& run) {
   }
   const bool all_hopeless = std::all_of(blocked.begin(), blocked.end(),
                                         [&](int r) { return hopeless[static_cast<size_t>(r)]; });
+  std::vector<int> unbounded;
   for (int r : blocked) {
     const BlockReason& reason = ctx.scheduler.reason(r);
     const std::string what = reason.waitable->DescribeWait(r, reason.detail);
@@ -313,7 +314,10 @@ SimResult AnalyzeRun(const SimRun& run) {
     const int64_t fires =
         reason.since_ns +
         static_cast<int64_t>((kernel ? s.timeouts.kernel_wait_ms : s.timeouts.watchdog_ms) * 1e6);
-    if (first_timeout < 0 || fires < first_timeout) {
+    // A wait without a budget never fires (a policy that polls without bound).
+    if (!reason.waitable->WaitIsBounded(r, reason.detail)) {
+      unbounded.push_back(r);
+    } else if (first_timeout < 0 || fires < first_timeout) {
       first_timeout = fires;
       first_timeout_rank = r;
       first_timeout_kind = kernel ? "the fused kernel's bounded wait" : "the NCCL watchdog";
@@ -329,7 +333,9 @@ SimResult AnalyzeRun(const SimRun& run) {
   dot += "}\n";
   result.wait_for_dot = std::move(dot);
   result.detector = Detector::kDeadlock;
-  if (all_hopeless) {
+  // Only a wait that gives up rescues the job: with none among the blocked
+  // ranks, a hopeless wait is a hang like any other.
+  if (all_hopeless && first_timeout >= 0) {
     result.verdict = Verdict::kFailStop;
     result.summary = absl::StrFormat(
         "ranks %s wait for %s; %s of rank %d fires at %.3f ms virtual time and the job stops",
@@ -350,8 +356,21 @@ SimResult AnalyzeRun(const SimRun& run) {
   std::string decision_line;
   nlohmann::json divergence = FirstDivergentDecision(run, &decision_line);
   result.verdict = Verdict::kHang;
+  const std::string unbounded_line =
+      unbounded.empty()
+          ? std::string()
+          : absl::StrFormat("; rank%s %s poll%s without a bound", unbounded.size() > 1 ? "s" : "",
+                            RankRanges(unbounded), unbounded.size() > 1 ? "" : "s");
   result.summary = absl::StrFormat(
-      "ranks %s wait on each other with no way forward%s%s", RankRanges(blocked),
+      "ranks %s %s%s%s%s", RankRanges(blocked),
+      all_hopeless
+          ? absl::StrFormat("wait for %s and nothing ends the wait",
+                            dead.empty()
+                                ? std::string("writes an injected fault destroyed")
+                                : absl::StrFormat("dead rank%s %s", dead.size() > 1 ? "s" : "",
+                                                  RankRanges(dead)))
+          : std::string("wait on each other with no way forward"),
+      unbounded_line,
       decision_line.empty() ? "" : absl::StrFormat("; first divergent decision: %s", decision_line),
       swallowed_line.empty() ? "" : absl::StrFormat("; %s", swallowed_line));
   result.details = {{"blocked", waits},
@@ -361,7 +380,8 @@ SimResult AnalyzeRun(const SimRun& run) {
                      {{"what", first_timeout_kind},
                       {"rank", first_timeout_rank},
                       {"virtual_time_ns", first_timeout}}},
-                    {"swallowed_errors", swallowed}};
+                    {"swallowed_errors", swallowed},
+                    {"unbounded_waits", unbounded}};
   return result;
 }
 

@@ -32,6 +32,9 @@ class Waitable {
   // Whether the awaited write was destroyed by an injected fault (a lost
   // store): then nothing any rank does can release the wait.
   virtual bool WaitsOnLostWrite(int /*rank*/, int64_t /*detail*/) const { return false; }
+  // Whether the wait gives up after a budget (a kernel poll's bounded wait,
+  // the NCCL watchdog): only a bounded wait can end a hopeless one.
+  virtual bool WaitIsBounded(int /*rank*/, int64_t /*detail*/) const { return true; }
 };
 
 struct BlockReason {

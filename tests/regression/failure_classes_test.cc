@@ -58,5 +58,41 @@ TEST(TimeBasedDecisions, ARequestTimesOutOnEveryRankAtTheSameStep_SGLang27221) {
                            HasSubstr("tokens=7")));
 }
 
+// --- Lamport state across calls of different sizes (workload.tokens that ----
+// --- grow and shrink: two-shot <-> one-shot, with and without the norm). -----
+
+TEST(LamportAcrossSizes, EachClearCoversWhatThePreviousCallWrote_TensorRtLlm6237) {
+  ExpectReferenceHolds("tp8-lamport-sizes-llama3-h200");
+  // Cleared for the size of the current, smaller call, the tail of the last
+  // 64-token call survives in its buffer and is read by a later call there.
+  ExpectMutantCaught("tp8-lamport-sizes-llama3-h200", "clear-sized-by-current-call",
+                     Verdict::kMismatch,
+                     AllOf(HasSubstr("stale ranks"), HasSubstr("an earlier call's data")));
+}
+
+TEST(LamportAcrossSizes, ThreeBuffersKeepAClearOffAFastPeersNextCall) {
+  // With two buffers, the buffer a rank clears is the one a peer that has
+  // finished this call already fills with the next: the clear erases it and
+  // the rank polls for data that never comes again.
+  ExpectMutantCaught("tp8-lamport-sizes-llama3-h200", "two-buffer-rotation", Verdict::kHang,
+                     HasSubstr("wait on each other"));
+}
+
+TEST(LamportSafeguards, RankOrderSummationKeepsReplicasBitwiseEqual) {
+  ExpectReferenceHolds("tp8-llama3-h200");
+  // Every rank sums the same eight contributions in another order.
+  ExpectMutantCaught("tp8-llama3-h200", "sum-from-own-rank", Verdict::kDivergence,
+                     AllOf(HasSubstr("differs bitwise"), HasSubstr("both reduced ranks 0-7")));
+}
+
+TEST(LamportSafeguards, ABoundedWaitEndsTheCallOnADeadPeer_FlashInfer3053) {
+  ExpectReferenceHolds("faults/tp8-rank-killed");
+  // Without the bound, the peers of the killed rank spin for ever: nothing
+  // ends the job (the reference's wait fires and the job stops).
+  ExpectMutantCaught("faults/tp8-rank-killed", "unbounded-kernel-wait", Verdict::kHang,
+                     AllOf(HasSubstr("wait for dead rank 2 and nothing ends the wait"),
+                           HasSubstr("poll without a bound")));
+}
+
 }  // namespace
 }  // namespace lockstep::regression

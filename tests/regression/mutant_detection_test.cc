@@ -91,6 +91,14 @@ const std::map<std::string, std::vector<std::string>>& Targets() {
       {"embedding-over-tp-under-dp-attention",
        {"dpattn-dp2-deepseek-v3-h200", "dpattn-dp8-ep8-deepseek-v3-h200",
         "dpattn-dp2-ep4-qwen3-h200"}},
+      // Lamport protocol safeguards. The previous call's tail survives only
+      // where a smaller call follows a larger one and a larger one then
+      // lands in that buffer before a larger clear does.
+      {"clear-sized-by-current-call", {"tp8-lamport-sizes-llama3-h200"}},
+      {"sum-from-own-rank", {"tp8-llama3-h200", "tp2-qwen3-h200x2", "dpattn-dp2-deepseek-v3-h200"}},
+      {"two-buffer-rotation",
+       {"tp8-lamport-sizes-llama3-h200", "tp8-llama3-h200", "dpattn-dp8-deepseek-v3-h200"}},
+      {"unbounded-kernel-wait", {"faults/tp8-rank-killed", "faults/tp16-gb200-rank-killed"}},
       {"library-check-unvoted",
        {"faults/tp8-library-unavailable", "faults/tp16-gb200-library-unavailable",
         "faults/tp8-ep8-b200-library-unavailable"}},

@@ -106,6 +106,7 @@ class BeforeReviewPolicy : public Pr30700Policy {
           call.tensor.ndim == 2 && call.tensor.tokens() <= ws->capacity.max_tokens) {
         r.backend = BackendKind::kFused;
         r.algorithm = SelectFusedAlgorithm(call.tensor.bytes(), r.group_world_size);
+        r.kernel_flags = kReferenceKernelFlags;  // the kernel itself is not at fault
         return b.fused;
       }
     }
