@@ -82,6 +82,7 @@ class VirtualGroup {
   struct Call {
     int64_t elems = 0;
     bool two_shot = false;
+    bool rank_order_sum = true;
     bool fp32_acc = false;
     bool rms_norm = false;
     int launched_ranks = -1;  // -1: all
@@ -96,6 +97,7 @@ class VirtualGroup {
     l.buffer_elems = workspaces_.front()->buffer_elems();
     l.elem = elem_;
     l.two_shot = c.two_shot;
+    l.options.rank_order_sum = c.rank_order_sum;
     l.fp32_acc = c.fp32_acc;
     l.rms_norm = c.rms_norm;
     l.wait_budget_ns = c.budget_ns;
@@ -282,6 +284,29 @@ TEST(LamportKernelEdgeTest, ManyCallsRotateTheThreeBuffersWithoutStaleData) {
     ASSERT_TRUE(g.Run(c).ok()) << "call " << call;
     ExpectReduced(g, inputs, elems, Elem::kBf16, absl::StrFormat("call %d", call));
   }
+}
+
+// The kernel honours the summation-order flag (mutant sum-from-own-rank):
+// summed from each rank's own slot on, bf16 sums round differently on
+// different ranks, which the reference order never does.
+TEST(LamportKernelEdgeTest, SummingFromTheOwnSlotBreaksBitwiseAgreement) {
+  LOCKSTEP_REQUIRE_GPUS(1);
+  VirtualGroup g(8, 4, 2048, Elem::kBf16);
+  const int64_t elems = 4 * 2048;
+  for (int r = 0; r < 8; ++r) {
+    g.SetInput(r, RandomBits(elems, Elem::kBf16, 700 + static_cast<uint32_t>(r)));
+  }
+  VirtualGroup::Call c;
+  c.elems = elems;
+  ASSERT_TRUE(g.Run(c).ok());
+  const std::vector<uint32_t> first = g.Output(0, elems);
+  for (int r = 1; r < 8; ++r) ASSERT_EQ(g.Output(r, elems), first) << "reference, rank " << r;
+  c.rank_order_sum = false;
+  ASSERT_TRUE(g.Run(c).ok());
+  const std::vector<uint32_t> mine = g.Output(0, elems);
+  int differing = 0;
+  for (int r = 1; r < 8; ++r) differing += g.Output(r, elems) != mine ? 1 : 0;
+  EXPECT_GT(differing, 0) << "every rank summed from its own slot, yet all agree bitwise";
 }
 
 TEST(LamportKernelEdgeTest, Fp32AccumulationIsAtLeastAsAccurate) {
