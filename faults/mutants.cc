@@ -335,6 +335,74 @@ class LocalPredicates : public DispatchPolicy {
   }
 };
 
+// --- One predicate input read from the rank's own state, each. ------------
+// local-predicates reads them all from local state at once; each mutant below
+// reads exactly one, so that each input's agreement is a safeguard of its own
+// (SGLang PR #30700 review: every check of can_use_flashinfer_allreduce must
+// be rank-invariant). The reference check runs first; the local one can only
+// turn the fused path off on the rank whose view differs.
+template <const char* kName,
+          bool (*kLocalHolds)(const RankLocalState&, const CallDesc&, DecisionRecord&)>
+class OneInputFromLocalView : public DispatchPolicy {
+ public:
+  std::string_view name() const override { return kName; }
+
+ protected:
+  bool FusedCanUse(const GroupBackends& b, const CallDesc& call, DecisionRecord& r) const override {
+    if (!b.fused->CanUse(call, r)) return false;
+    return b.local == nullptr || kLocalHolds(*b.local, call, r);
+  }
+  bool NormFusionCanUse(const GroupBackends& b, const FusedAllReduceBackend& backend,
+                        const CallDesc& call, DecisionRecord& r) const override {
+    if (!DispatchPolicy::NormFusionCanUse(b, backend, call, r)) return false;
+    return b.local == nullptr || kLocalHolds(*b.local, call, r);
+  }
+};
+
+bool LocalWorkspaceFlag(const RankLocalState& l, const CallDesc&, DecisionRecord& r) {
+  return r.Check(Predicate::kWorkspaceInitialized,
+                 l.workspace_initialized_view && l.workspace_allocated);
+}
+bool LocalDtypeCache(const RankLocalState& l, const CallDesc& call, DecisionRecord& r) {
+  return r.Check(Predicate::kDtypeMatches,
+                 l.dtype_seen == DType::kUnset || l.dtype_seen == call.tensor.dtype);
+}
+bool LocalContiguity(const RankLocalState& l, const CallDesc&, DecisionRecord& r) {
+  return r.Check(Predicate::kContiguous, l.contiguous_view);
+}
+bool LocalBackendFlag(const RankLocalState& l, const CallDesc&, DecisionRecord& r) {
+  return r.Check(Predicate::kLibraryAvailable, l.fused_backend_flag);
+}
+bool LocalTracing(const RankLocalState& l, const CallDesc&, DecisionRecord& r) {
+  return r.Check(Predicate::kLibraryAvailable, !l.tracing);
+}
+
+inline constexpr char kWorkspaceFlagFromLocalView[] = "workspace-flag-from-local-view";
+inline constexpr char kDtypeFromLocalCache[] = "dtype-from-local-cache";
+inline constexpr char kContiguityFromLocalView[] = "contiguity-from-local-view";
+inline constexpr char kBackendFlagFromLocalEnv[] = "backend-flag-from-local-env";
+inline constexpr char kTracingFromLocalState[] = "tracing-from-local-state";
+using WorkspaceFlagFromLocalView =
+    OneInputFromLocalView<kWorkspaceFlagFromLocalView, &LocalWorkspaceFlag>;
+using DtypeFromLocalCache = OneInputFromLocalView<kDtypeFromLocalCache, &LocalDtypeCache>;
+using ContiguityFromLocalView = OneInputFromLocalView<kContiguityFromLocalView, &LocalContiguity>;
+using BackendFlagFromLocalEnv = OneInputFromLocalView<kBackendFlagFromLocalEnv, &LocalBackendFlag>;
+using TracingFromLocalState = OneInputFromLocalView<kTracingFromLocalState, &LocalTracing>;
+
+// The custom all-reduce skipped by a rank that believes it is capturing a
+// CUDA graph while its peers are not (the capture state read per rank).
+class GraphCaptureFromLocalState : public DispatchPolicy {
+ public:
+  std::string_view name() const override { return "graph-capture-from-local-state"; }
+
+ protected:
+  bool CustomCanUse(const GroupBackends& b, const CallDesc& call,
+                    DecisionRecord& r) const override {
+    if (!b.custom->CanUse(call, r)) return false;
+    return b.local == nullptr || !b.local->graph_capturing;
+  }
+};
+
 // FlashInfer #3186/#3187 (SGLang #23317 the same class): the autotuner's
 // tactic picked from the rank's own profile timings. A rank whose timings
 // favour another cut-over runs the other algorithm for the messages in
@@ -478,8 +546,8 @@ struct MutantEntry {
   std::unique_ptr<DispatchPolicy> (*make)();
 };
 
-const std::array<MutantEntry, 30>& Entries() {
-  static const std::array<MutantEntry, 30> kEntries = {{
+const std::array<MutantEntry, 36>& Entries() {
+  static const std::array<MutantEntry, 36> kEntries = {{
       {{"swallow-kernel-error", "a failing fused kernel falls back to NCCL on its own rank",
         "SGLang PR #30700 review (try/except fallback)", Verdict::kHang, "kernel_launch_failure"},
        &Make<SwallowKernelError>},
@@ -601,6 +669,28 @@ const std::array<MutantEntry, 30>& Entries() {
         "FlashInfer #3053, vLLM #35772 (a Lamport spin that never ends)", Verdict::kHang,
         "rank_killed"},
        &Make<UnboundedKernelWait>},
+      {{"workspace-flag-from-local-view",
+        "the workspace's initialised state read from the rank's own manager flag",
+        "SGLang PR #30700 review (rank-invariant checks)", Verdict::kHang,
+        "workspace_initialized_view"},
+       &Make<WorkspaceFlagFromLocalView>},
+      {{"dtype-from-local-cache", "the dtype check read from the rank's compile cache",
+        "SGLang PR #30700 review (rank-invariant checks)", Verdict::kHang, "dtype_seen"},
+       &Make<DtypeFromLocalCache>},
+      {{"contiguity-from-local-view", "contiguity read from the rank's cached layout",
+        "SGLang PR #30700 review (rank-invariant checks)", Verdict::kHang, "contiguity_view"},
+       &Make<ContiguityFromLocalView>},
+      {{"backend-flag-from-local-env", "the fused-backend flag read from the rank's environment",
+        "SGLang PR #30700 review (rank-invariant checks)", Verdict::kHang, "backend_flag"},
+       &Make<BackendFlagFromLocalEnv>},
+      {{"tracing-from-local-state", "the fused path left by a rank inside torch.compile tracing",
+        "SGLang PR #30700 review (rank-invariant checks)", Verdict::kHang, "tracing_state"},
+       &Make<TracingFromLocalState>},
+      {{"graph-capture-from-local-state",
+        "the custom all-reduce skipped by a rank that believes it is capturing",
+        "SGLang PR #30700 review; vLLM #39788 (per-rank custom all-reduce paths in capture)",
+        Verdict::kHang, "graph_capture_state"},
+       &Make<GraphCaptureFromLocalState>},
   }};
   return kEntries;
 }
