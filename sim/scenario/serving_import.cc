@@ -470,8 +470,26 @@ absl::StatusOr<ImportedScenario> ImportSglangFlags(std::span<const std::string> 
   }
   f.Get("speculative_num_steps");
   f.Get("speculative_eagle_topk");
-  f.Get("speculative_num_draft_tokens");
   f.Get("speculative_draft_model_path");
+  // The speculative skip near the context limit (docs/FAULTS.md, "The
+  // speculative skip"): the limit and the draft's length, when drafting.
+  if (!w.speculative) {
+    f.Get("speculative_num_draft_tokens");
+  } else {
+    absl::StatusOr<int> context = f.Int("context_length", 0, 1, 1 << 30);
+    if (!context.ok()) return context.status();
+    absl::StatusOr<int> draft = f.Int("speculative_num_draft_tokens", 0, 1, 1 << 16);
+    if (!draft.ok()) return draft.status();
+    w.max_model_len = *context;
+    if (*draft > 0) w.draft_tokens = *draft;
+    if (*context > 0) {
+      notes.push_back(absl::StrFormat(
+          "--context-length %d: the draft is skipped once a sequence plus %d draft tokens "
+          "passes it (workload.max_model_len; set workload.prompt_len to a prompt near the "
+          "limit to reach the skip)",
+          *context, w.draft_tokens));
+    }
+  }
 
   const int64_t world = p.WorldSize();
   absl::StatusOr<HardwareSpec> hw = ResolveHardware(options, world, program, notes);
@@ -634,10 +652,30 @@ absl::StatusOr<ImportedScenario> ImportVllmFlags(std::span<const std::string> ar
   if (sizes.empty()) sizes = {1, 8, *max_seqs > 0 ? *max_seqs : 256};
   w.tokens = TokensOf(sizes);
   if (f.Bool("enforce_eager")) notes.push_back("--enforce-eager: no CUDA graphs (not modelled)");
-  if (f.String("speculative_config")) {
+  if (const std::optional<std::string> spec = f.String("speculative_config")) {
+    absl::StatusOr<int> max_len = f.Int("max_model_len", 0, 1, 1 << 30);
+    if (!max_len.ok()) return max_len.status();
     w.speculative = true;
     s.model.draft_projection = GroupRole::kAttnTp;
     notes.push_back("speculative decoding: the draft projection reduced over attention TP");
+    // vLLM's SpeculativeConfig: num_speculative_tokens is the draft's length.
+    const nlohmann::json config = nlohmann::json::parse(*spec, nullptr, false);
+    if (config.is_object() && config.contains("num_speculative_tokens")) {
+      const nlohmann::json& k = config["num_speculative_tokens"];
+      if (!k.is_number_integer() || k.get<int64_t>() < 1 || k.get<int64_t>() > (1 << 16)) {
+        return Usage(program, absl::StrFormat("--speculative-config: num_speculative_tokens "
+                                              "must be an integer in [1, %d]",
+                                              1 << 16));
+      }
+      w.draft_tokens = k.get<int64_t>();
+    }
+    w.max_model_len = *max_len;
+    if (*max_len > 0) {
+      notes.push_back(absl::StrFormat(
+          "--max-model-len %d: the draft is skipped once a sequence plus %d draft tokens "
+          "passes it (workload.max_model_len)",
+          *max_len, w.draft_tokens));
+    }
   }
   absl::StatusOr<HardwareSpec> hw = ResolveHardware(options, p.WorldSize(), program, notes);
   if (!hw.ok()) return hw.status();

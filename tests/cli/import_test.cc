@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_join.h"
 #include "cli/commands.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -150,6 +151,39 @@ TEST(ImportTest, VllmServeFlagsMapOntoTheLayoutAndSayWhatTheyCannotRepresent) {
       {"import", "vllm", "--", ModelDir(), "--tensor-parallel-size", "2", "--enable-lora"});
   EXPECT_EQ(bad.code, kExitUsage);
   EXPECT_THAT(bad.err, HasSubstr("unknown flag --enable-lora"));
+}
+
+TEST(ImportTest, SpeculativeFlagsCarryTheContextLimitAndTheDraftLength) {
+  const ImportOptions o = Options();
+  absl::StatusOr<ImportedScenario> sglang = ImportSglangFlags(
+      std::vector<std::string>{"--model-path", ModelDir(), "--tp", "8", "--speculative-algorithm",
+                               "EAGLE", "--speculative-num-draft-tokens", "4", "--context-length",
+                               "4096"},
+      o);
+  ASSERT_TRUE(sglang.ok()) << sglang.status();
+  EXPECT_TRUE(sglang->scenario.workload.speculative);
+  EXPECT_EQ(sglang->scenario.workload.max_model_len, 4096);
+  EXPECT_EQ(sglang->scenario.workload.draft_tokens, 4);
+  EXPECT_THAT(absl::StrJoin(sglang->notes, "\n"), HasSubstr("--context-length 4096"));
+  // Without a draft model the limit has nothing to skip: not carried.
+  absl::StatusOr<ImportedScenario> plain = ImportSglangFlags(
+      std::vector<std::string>{"--model-path", ModelDir(), "--tp", "8", "--context-length", "4096"},
+      o);
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  EXPECT_EQ(plain->scenario.workload.max_model_len, 0);
+
+  absl::StatusOr<ImportedScenario> vllm = ImportVllmFlags(
+      std::vector<std::string>{ModelDir(), "-tp", "8", "--max-model-len", "8192",
+                               "--speculative-config",
+                               R"({"method": "eagle", "num_speculative_tokens": 3})"},
+      o);
+  ASSERT_TRUE(vllm.ok()) << vllm.status();
+  EXPECT_EQ(vllm->scenario.workload.max_model_len, 8192);
+  EXPECT_EQ(vllm->scenario.workload.draft_tokens, 3);
+  const Result bad = Lockstep({"import", "vllm", "--", ModelDir(), "-tp", "8",
+                               "--speculative-config", R"({"num_speculative_tokens": 0})"});
+  EXPECT_EQ(bad.code, kExitUsage);
+  EXPECT_THAT(bad.err, HasSubstr("num_speculative_tokens must be an integer"));
 }
 
 }  // namespace
