@@ -5,6 +5,7 @@
 #include "absl/strings/str_format.h"
 #include "kernels/protocol/one_shot.h"
 #include "kernels/protocol/two_shot.h"
+#include "sim/memory/relaxed_visibility.h"
 
 namespace lockstep {
 
@@ -43,8 +44,12 @@ protocol::ProtocolStatus SimWorkspace::RunAllReduce(int member, const DecisionRe
   args.sanitize = (d.kernel_flags & kSanitizeInputs) != 0;
   args.verify_clear = (d.kernel_flags & kVerifyClear) != 0;
   out.elems = in.elems;
-  return d.algorithm == Algorithm::kTwoShot ? protocol::TwoShotAllReduce(mem, args)
-                                            : protocol::OneShotAllReduce(mem, args);
+  const protocol::ProtocolStatus status = d.algorithm == Algorithm::kTwoShot
+                                              ? protocol::TwoShotAllReduce(mem, args)
+                                              : protocol::OneShotAllReduce(mem, args);
+  // The kernel's end is a full fence: what it stored is visible everywhere.
+  if (ctx_.relaxed != nullptr) ctx_.relaxed->Flush(peers_[static_cast<size_t>(member)]);
+  return status;
 }
 
 void SimWorkspace::Rebind(std::vector<int> peers, GroupId group, uint32_t generation) {
@@ -131,6 +136,23 @@ void LamportMem::Push(int32_t peer, uint32_t buffer, int64_t offset, const Value
         return;
       }
     }
+  }
+  if (target != rank_ && ctx_.relaxed != nullptr) {
+    // Relaxed memory: the push reaches the peer late, out of order with this
+    // rank's other pushes. It lands whole: every poll reads a push's whole
+    // range, and a vector not yet landed still holds the sentinel, so pieces
+    // landing apart would show only as the last one landing. The Lamport
+    // protocols need no ordering: every element is its own flag.
+    SimWorkspace* ws = &ws_;
+    const int writer = rank_;
+    ctx_.relaxed->Store(
+        ctx_.scheduler.steps(), writer, target,
+        StoreTarget{ws, static_cast<int64_t>(peer) * protocol::kLamportBuffers + buffer, offset,
+                    offset + v.len},
+        [ws, writer, peer, buffer, offset, v, ready] {
+          ws->Store(writer, peer, buffer, offset, v, ready);
+        });
+    return;
   }
   ws_.Store(rank_, peer, buffer, offset, v, ready);
 }
