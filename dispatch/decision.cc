@@ -231,10 +231,10 @@ constexpr DecisionField kScalarFields[] = {
      }},
     {"kernel_flags", true, [](const DecisionRecord& r) { return uint64_t{r.kernel_flags}; },
      [](const DecisionRecord& r, const ParallelLayout*) {
-       return absl::StrFormat("sanitize_inputs=%s exact_sentinel=%s verify_clear=%s",
-                              Bool(r.kernel_flags & kSanitizeInputs),
-                              Bool(r.kernel_flags & kExactSentinel),
-                              Bool(r.kernel_flags & kVerifyClear));
+       return absl::StrFormat(
+           "sanitize_inputs=%s exact_sentinel=%s verify_clear=%s release_flags=%s",
+           Bool(r.kernel_flags & kSanitizeInputs), Bool(r.kernel_flags & kExactSentinel),
+           Bool(r.kernel_flags & kVerifyClear), Bool(r.kernel_flags & kReleaseFlags));
      }},
     {"norm_fused", true, [](const DecisionRecord& r) { return uint64_t{r.norm_fused}; },
      [](const DecisionRecord& r, const ParallelLayout*) {

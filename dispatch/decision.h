@@ -30,13 +30,16 @@ std::string_view BackendKindName(BackendKind kind);  // "skip", "fused", "custom
 enum class Algorithm : uint8_t { kNone = 0, kOneShot, kTwoShot };
 std::string_view AlgorithmName(Algorithm algorithm);  // "none", "one_shot", "two_shot"
 
-// How the fused kernel runs its Lamport protocol (DecisionRecord::kernel_flags).
+// How the fused kernel runs its Lamport protocol, and the custom all-reduce
+// its barrier (DecisionRecord::kernel_flags).
 enum KernelFlag : uint8_t {
   kSanitizeInputs = 1,  // rewrite −0 inputs to +0 before pushing them
   kExactSentinel = 2,   // sentinel test on exact bits (else `v == 0 && signbit(v)`)
   kVerifyClear = 4,     // read back the cleared buffer; a clear that did not take is an error
+  kReleaseFlags = 8,    // custom: a release fence before the barrier flags (staged data first)
 };
 inline constexpr uint8_t kReferenceKernelFlags = kSanitizeInputs | kExactSentinel | kVerifyClear;
+inline constexpr uint8_t kReferenceCustomKernelFlags = kReleaseFlags;
 
 // Every check a backend's CanUse evaluates, named as the decision record and
 // the reports print them.
@@ -86,7 +89,7 @@ struct DecisionRecord {
   Algorithm algorithm = Algorithm::kNone;
   int32_t blocks = 0;        // grid size of the fused or custom kernel
   bool fp32_acc = false;     // fused-kernel accumulation type
-  uint8_t kernel_flags = 0;  // KernelFlag bits of the fused kernel
+  uint8_t kernel_flags = 0;  // KernelFlag bits of the fused or custom kernel
   // The fused kernel runs the residual add and RMSNorm too (else the caller
   // normalises after the all-reduce).
   bool norm_fused = false;

@@ -113,6 +113,11 @@ struct AllReduceArgs {
   // Read the cleared region back: stale data left by a clear that did not
   // take would otherwise be read as the next call's data, silently.
   bool verify_clear = true;
+  // Custom all-reduce (block_barrier.h): a release fence before each
+  // barrier's flags, so that a peer that sees the flag sees what this rank
+  // staged before it (without it, a peer may read the staged input before
+  // it is visible there: vLLM #8404, #8558).
+  bool release_flags = true;
 };
 
 // Clears what the previous call left in the previous buffer and, with
