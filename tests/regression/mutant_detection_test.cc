@@ -75,6 +75,8 @@ const std::map<std::string, std::vector<std::string>>& Targets() {
       {"warm-cache-skips-tuner", {"faults/tp8-warm-tuner-cache"}},
       {"spec-skip-from-local-length", {"faults/tp8-seq-len-view"}},
       {"abort-from-local-clock", {"faults/tp8-clock-skew"}},
+      // Stores land out of order only under relaxed memory.
+      {"custom-flag-without-release", {"tp8-relaxed-memory-llama3-h200"}},
   };
   return *kTargets;
 }
