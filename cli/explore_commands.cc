@@ -226,6 +226,10 @@ int RunExplore(std::span<const std::string> args, std::ostream& out, std::ostrea
   flags.AddBool("stop-on-failure", &options.stop_on_failure,
                 "with --for: stop at the first failure");
   flags.AddString("max-memory", &max_memory, kMaxMemoryHelp);
+  std::string memory_model;
+  flags.AddString("memory", &memory_model,
+                  "immediate or relaxed: overrides every scenario's `memory` (relaxed: stores "
+                  "reach peers late and out of order, docs/SIMULATOR.md)");
   if (absl::Status s = flags.Parse(args); !s.ok()) return Usage(err, "explore", s, flags);
   if (flags.help_requested()) {
     out << flags.Usage();
@@ -299,6 +303,14 @@ int RunExplore(std::span<const std::string> args, std::ostream& out, std::ostrea
     err << "lockstep explore: " << scenarios.status().message() << "\n";
     for (const std::string& u : unreadable) err << "  unreadable: " << u << "\n";
     return kExitUsage;
+  }
+  if (flags.WasSet("memory")) {
+    absl::StatusOr<MemoryModel> model = ParseMemoryModel(memory_model);
+    if (!model.ok()) {
+      err << "lockstep explore: --memory: " << model.status().message() << "\n";
+      return kExitUsage;
+    }
+    for (Scenario& s : *scenarios) s.memory = *model;
   }
   const PolicyRegistry registry = faults::MakePolicyRegistry();
   if (!options.swarm) {

@@ -52,6 +52,10 @@ int RunSim(std::span<const std::string> args, std::ostream& out, std::ostream& e
   flags.AddBool("json", &json, "print the JSON report instead of text");
   flags.AddBool("swarm", &swarm, "replace the scenario's faults by the seed's swarm draw");
   flags.AddString("max-memory", &max_memory, kMaxMemoryHelp);
+  std::string memory_model;
+  flags.AddString("memory", &memory_model,
+                  "immediate or relaxed: overrides the scenario's `memory` (relaxed: stores "
+                  "reach peers late and out of order, docs/SIMULATOR.md)");
   std::string versus;
   flags.AddString("versus", &versus,
                   "a second policy: run the scenario under both and name the first call they "
@@ -73,6 +77,14 @@ int RunSim(std::span<const std::string> args, std::ostream& out, std::ostream& e
   if (!scenario.ok()) {
     err << "lockstep sim: " << scenario.status().message() << "\n";
     return kExitUsage;
+  }
+  if (flags.WasSet("memory")) {
+    absl::StatusOr<MemoryModel> model = ParseMemoryModel(memory_model);
+    if (!model.ok()) {
+      err << "lockstep sim: --memory: " << model.status().message() << "\n";
+      return kExitUsage;
+    }
+    scenario->memory = *model;
   }
   if (swarm) {
     scenario = faults::WithSwarmFaults(*scenario, options.seed);

@@ -233,11 +233,11 @@ constexpr DecisionField kScalarFields[] = {
      [](const DecisionRecord& r, const ParallelLayout*) {
        return absl::StrFormat(
            "sanitize_inputs=%s exact_sentinel=%s verify_clear=%s clear_previous_footprint=%s "
-           "rank_order_sum=%s three_buffer_rotation=%s bounded_waits=%s",
+           "rank_order_sum=%s three_buffer_rotation=%s bounded_waits=%s release_flags=%s",
            Bool(r.kernel_flags & kSanitizeInputs), Bool(r.kernel_flags & kExactSentinel),
            Bool(r.kernel_flags & kVerifyClear), Bool(r.kernel_flags & kClearPreviousFootprint),
            Bool(r.kernel_flags & kRankOrderSum), Bool(r.kernel_flags & kThreeBufferRotation),
-           Bool(r.kernel_flags & kBoundedWaits));
+           Bool(r.kernel_flags & kBoundedWaits), Bool(r.kernel_flags & kReleaseFlags));
      }},
     {"norm_fused", true, [](const DecisionRecord& r) { return uint64_t{r.norm_fused}; },
      [](const DecisionRecord& r, const ParallelLayout*) {

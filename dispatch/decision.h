@@ -30,9 +30,10 @@ std::string_view BackendKindName(BackendKind kind);  // "skip", "fused", "custom
 enum class Algorithm : uint8_t { kNone = 0, kOneShot, kTwoShot };
 std::string_view AlgorithmName(Algorithm algorithm);  // "none", "one_shot", "two_shot"
 
-// How the fused kernel runs its Lamport protocol (DecisionRecord::kernel_flags):
-// each bit is one safeguard of the protocol (kernels/protocol/lamport.h), and
-// the reference runs them all; a mutant clears one (docs/FAULTS.md).
+// How the fused kernel runs its Lamport protocol, and the custom all-reduce
+// its barrier (DecisionRecord::kernel_flags): each bit is one safeguard of the
+// protocol (kernels/protocol/lamport.h, block_barrier.h), and the reference
+// runs them all; a mutant clears one (docs/FAULTS.md).
 enum KernelFlag : uint8_t {
   kSanitizeInputs = 1,  // rewrite −0 inputs to +0 before pushing them
   kExactSentinel = 2,   // sentinel test on exact bits (else `v == 0 && signbit(v)`)
@@ -41,10 +42,12 @@ enum KernelFlag : uint8_t {
   kRankOrderSum = 16,           // sum the slots in rank order (else from the rank's own)
   kThreeBufferRotation = 32,    // rotate three buffers (else two)
   kBoundedWaits = 64,           // every poll bounded by the wait budget (else unbounded)
+  kReleaseFlags = 128,  // custom: a release fence before the barrier flags (staged data first)
 };
 inline constexpr uint8_t kReferenceKernelFlags = kSanitizeInputs | kExactSentinel | kVerifyClear |
                                                  kClearPreviousFootprint | kRankOrderSum |
                                                  kThreeBufferRotation | kBoundedWaits;
+inline constexpr uint8_t kReferenceCustomKernelFlags = kReleaseFlags;
 
 // Every check a backend's CanUse evaluates, named as the decision record and
 // the reports print them.
@@ -94,7 +97,7 @@ struct DecisionRecord {
   Algorithm algorithm = Algorithm::kNone;
   int32_t blocks = 0;        // grid size of the fused or custom kernel
   bool fp32_acc = false;     // fused-kernel accumulation type
-  uint8_t kernel_flags = 0;  // KernelFlag bits of the fused kernel
+  uint8_t kernel_flags = 0;  // KernelFlag bits of the fused or custom kernel
   // The fused kernel runs the residual add and RMSNorm too (else the caller
   // normalises after the all-reduce).
   bool norm_fused = false;

@@ -90,6 +90,7 @@ void DispatchPolicy::ConfigureFusedLaunch(const GroupBackends& b, const CallDesc
 void DispatchPolicy::ConfigureCustomLaunch(const GroupBackends&, const CallDesc& call,
                                            DecisionRecord& r) const {
   r.blocks = CustomGridBlocks(call.tensor.bytes());
+  r.kernel_flags = kReferenceCustomKernelFlags;
 }
 
 absl::Status DispatchPolicy::Execute(const GroupBackends&, CommBackend& chosen, Tensor& tensor,

@@ -406,6 +406,7 @@ std::string ReplayCommand(const Scenario& scenario, const SeedOutcome& outcome,
   if (options.swarm) absl::StrAppend(&cmd, " --swarm");
   if (!options.policy.empty()) absl::StrAppend(&cmd, " --policy ", options.policy);
   if (options.schedule != "random") absl::StrAppend(&cmd, " --schedule ", options.schedule);
+  if (scenario.memory == MemoryModel::kRelaxed) absl::StrAppend(&cmd, " --memory relaxed");
   absl::StrAppend(&cmd, " --report failure.json");
   return cmd;
 }

@@ -536,6 +536,25 @@ class LibraryCheckUnvoted : public DispatchPolicy {
   bool LibraryAvailable(bool local_ok, bool) const override { return local_ok; }
 };
 
+// vLLM #8404 and the fix PR #8558 (and on ROCm, vLLM #57059): the custom
+// all-reduce's barrier flag written with a relaxed store, no fence before
+// it. NVLink does not order a rank's stores: a peer can see the start flag
+// before the staged input it announces, and reads the previous call's data
+// (or none). Caught only under relaxed memory (`memory: relaxed`), where the
+// simulator lets stores land out of order; with immediate visibility every
+// store is ordered and the bug hides, as it hides on most GPU runs.
+class CustomFlagWithoutRelease : public DispatchPolicy {
+ public:
+  std::string_view name() const override { return "custom-flag-without-release"; }
+
+ protected:
+  void ConfigureCustomLaunch(const GroupBackends& b, const CallDesc& call,
+                             DecisionRecord& r) const override {
+    DispatchPolicy::ConfigureCustomLaunch(b, call, r);
+    r.kernel_flags = static_cast<uint8_t>(r.kernel_flags & ~kReleaseFlags);
+  }
+};
+
 template <typename Policy>
 std::unique_ptr<DispatchPolicy> Make() {
   return std::make_unique<Policy>();
@@ -546,8 +565,8 @@ struct MutantEntry {
   std::unique_ptr<DispatchPolicy> (*make)();
 };
 
-const std::array<MutantEntry, 36>& Entries() {
-  static const std::array<MutantEntry, 36> kEntries = {{
+const std::array<MutantEntry, 37>& Entries() {
+  static const std::array<MutantEntry, 37> kEntries = {{
       {{"swallow-kernel-error", "a failing fused kernel falls back to NCCL on its own rank",
         "SGLang PR #30700 review (try/except fallback)", Verdict::kHang, "kernel_launch_failure"},
        &Make<SwallowKernelError>},
@@ -691,6 +710,11 @@ const std::array<MutantEntry, 36>& Entries() {
         "SGLang PR #30700 review; vLLM #39788 (per-rank custom all-reduce paths in capture)",
         Verdict::kHang, "graph_capture_state"},
        &Make<GraphCaptureFromLocalState>},
+      {{"custom-flag-without-release",
+        "the custom all-reduce's barrier flag stored without a release fence",
+        "vLLM #8404, PR #8558 (custom all-reduce flags without release/acquire); vLLM #57059",
+        Verdict::kMismatch, "memory: relaxed"},
+       &Make<CustomFlagWithoutRelease>},
   }};
   return kEntries;
 }

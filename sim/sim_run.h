@@ -15,6 +15,7 @@
 #include "sim/memory/custom_allreduce_memory.h"
 #include "sim/memory/data.h"
 #include "sim/memory/nccl_comm.h"
+#include "sim/memory/relaxed_visibility.h"
 #include "sim/memory/workspace_memory.h"
 #include "sim/replica/group_wiring.h"
 #include "sim/replica/replica_config.h"
@@ -127,6 +128,8 @@ class SimRun {
   SimResult Analyze();
 
   SimContext ctx;
+  // The stores in flight under `memory: relaxed` (ctx.relaxed); null otherwise.
+  std::unique_ptr<RelaxedVisibility> relaxed;
   const DispatchPolicy& policy;
   const SimOptions& options;
   ReplicaConfig replica;  // the serving configuration, resolved (Setup)

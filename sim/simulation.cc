@@ -181,8 +181,15 @@ absl::Status SimRun::Setup() {
       return st;
     }
   }
-  ctx.scheduler.set_pending_work(
-      [this](uint64_t step, bool idle) { return ctx.RunDeferred(step, idle); });
+  if (s.memory == MemoryModel::kRelaxed) {
+    relaxed = std::make_unique<RelaxedVisibility>(ctx.seed);
+    ctx.relaxed = relaxed.get();
+  }
+  ctx.scheduler.set_pending_work([this](uint64_t step, bool idle) {
+    // Stores in flight land first; with no rank runnable, one at a time.
+    if (ctx.relaxed != nullptr && ctx.relaxed->Deliver(step, idle) && idle) return true;
+    return ctx.RunDeferred(step, idle);
+  });
   for (int r = 0; r < world; ++r) {
     ctx.scheduler.Spawn(
         r, [this, r] { RunRankProgram(*this, r); }, Fiber::kDefaultStackBytes);

@@ -66,6 +66,9 @@ struct SimResult {
   uint64_t schedule_steps = 0;
   int64_t virtual_ns = 0;    // latest rank clock
   bool exact_rerun = false;  // the verdict's details come from an exact-provenance rerun
+  // Under `memory: relaxed`: the stores that reached their peer late (in
+  // flight, then landed); 0 with immediate visibility.
+  uint64_t relaxed_stores = 0;
   // Where SGLang 0.5.23 sends calls to a backend lockstep does not implement,
   // and what lockstep ran in its place (docs/FIDELITY.md); empty: none.
   std::vector<std::string> unmodelled;

@@ -10,11 +10,18 @@
 // that launches fewer leaves its peers' extra blocks waiting forever
 // (vLLM #43616).
 //
+// Ordering: peers read the staged buffer after they see the start flag, so
+// the staged stores must be visible at a peer before the flag is. The barrier
+// declares it: a release fence before the flags (AllReduceArgs::release_flags)
+// and an acquire in every flag wait (memory_model.h, "Visibility").
+//
 // Memory policy (in addition to the chunk iteration of memory_model.h):
 //   void Stage(int64_t pos, const Value& v);              // into my staged buffer
 //   bool LoadStaged(int32_t peer, int64_t pos, int64_t len, Value* out);
+//   void Release();  // fence: my earlier stores are visible at every peer before my later ones
 //   void Signal(int32_t peer, uint32_t phase, uint64_t epoch);  // my blocks' flags at peer
-//   bool WaitFlags(int32_t peer, uint32_t phase, uint64_t epoch);  // peer's flags at my blocks
+//   bool WaitFlags(int32_t peer, uint32_t phase, uint64_t epoch);  // peer's flags at my blocks;
+//                                                                  // an acquire load
 //   uint64_t NextEpoch();                                  // 1, 2, ... per call on this rank
 //   + LoadInput, Zero, Add, Finish, StoreOutput, Failure as in memory_model.h
 
@@ -29,7 +36,11 @@ inline constexpr uint32_t kBarrierStart = 0;
 inline constexpr uint32_t kBarrierEnd = 1;
 
 template <class Mem>
-LS_HD bool BlockBarrier(Mem& mem, int32_t rank, int32_t world, uint32_t phase, uint64_t epoch) {
+LS_HD bool BlockBarrier(Mem& mem, int32_t rank, int32_t world, uint32_t phase, uint64_t epoch,
+                        bool release) {
+  // The flags are released: what this rank stored before (its staged input
+  // at the start barrier) is visible at a peer before its flag is.
+  if (release) mem.Release();
   for (int32_t k = 1; k <= world; ++k) mem.Signal((rank + k) % world, phase, epoch);
   for (int32_t p = 0; p < world; ++p) {
     if (!mem.WaitFlags(p, phase, epoch)) return false;
@@ -43,7 +54,9 @@ LS_HD ProtocolStatus CustomAllReduce(Mem& mem, const AllReduceArgs& a) {
   for (int64_t pos = mem.FirstChunk(0); pos < a.elems; pos = mem.NextChunk(pos, a.elems)) {
     mem.Stage(pos, mem.LoadInput(pos, mem.ChunkLen(pos, a.elems)));
   }
-  if (!BlockBarrier(mem, a.rank, a.world, kBarrierStart, epoch)) return mem.Failure();
+  if (!BlockBarrier(mem, a.rank, a.world, kBarrierStart, epoch, a.release_flags)) {
+    return mem.Failure();
+  }
   for (int64_t pos = mem.FirstChunk(0); pos < a.elems; pos = mem.NextChunk(pos, a.elems)) {
     const int64_t len = mem.ChunkLen(pos, a.elems);
     typename Mem::Acc acc = mem.Zero();
@@ -54,7 +67,9 @@ LS_HD ProtocolStatus CustomAllReduce(Mem& mem, const AllReduceArgs& a) {
     }
     mem.StoreOutput(pos, mem.Finish(acc));
   }
-  if (!BlockBarrier(mem, a.rank, a.world, kBarrierEnd, epoch)) return mem.Failure();
+  if (!BlockBarrier(mem, a.rank, a.world, kBarrierEnd, epoch, a.release_flags)) {
+    return mem.Failure();
+  }
   return ProtocolStatus{};
 }
 

@@ -73,13 +73,20 @@ struct CheckMem {
     *out = peer_staged[peer][pos];
     return true;
   }
+  // The release the barrier declares: this thread's earlier stores (its
+  // staged input) are visible system-wide before its later ones (the flags).
+  __device__ void Release() { __threadfence_system(); }
   __device__ void Signal(int32_t peer, uint32_t phase, uint64_t e) {
-    peer_flags[peer][phase * gridDim.x + blockIdx.x] = e;
+    volatile uint64_t* f = &peer_flags[peer][phase * gridDim.x + blockIdx.x];
+    *f = e;
   }
+  // An acquire load: the staged loads after it cannot be satisfied before it.
   __device__ bool WaitFlags(int32_t peer, uint32_t phase, uint64_t e) {
-    volatile uint64_t* f = my_flags + (phase * gridDim.x + blockIdx.x) * 8 + peer;
-    while (*f != e) {
-    }
+    const uint64_t* f = my_flags + (phase * gridDim.x + blockIdx.x) * 8 + peer;
+    uint64_t v = 0;
+    do {
+      asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(f) : "memory");
+    } while (v != e);
     return true;
   }
   __device__ uint64_t NextEpoch() { return ++epoch; }

@@ -128,6 +128,11 @@ struct AllReduceArgs {
   // Length of the buffer rotation: kLamportBuffers. With two, the buffer a
   // call clears is the one a peer one call ahead is already writing.
   uint32_t buffers = kLamportBuffers;
+  // Custom all-reduce (block_barrier.h): a release fence before each
+  // barrier's flags, so that a peer that sees the flag sees what this rank
+  // staged before it (without it, a peer may read the staged input before
+  // it is visible there: vLLM #8404, #8558).
+  bool release_flags = true;
 };
 
 // The p-th slot a rank sums (rank_order_sum: slot p; else its own first).

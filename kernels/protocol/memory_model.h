@@ -44,6 +44,23 @@
 //   LamportState& State();                                    // this rank's control block
 //   bool ArriveLast();   // this block finished the call; true for the last block
 //   ProtocolStatus Failure() const;                           // after a Wait returned false
+//
+// Visibility. A store into a peer's memory (Push, Signal; Stage as peers read
+// it) becomes visible there later, and a rank's stores need not become
+// visible in the order it made them: NVLink and MNNVL order them only where
+// the protocol asks. What a protocol may rely on:
+//   - a poll (Wait, WaitFlags) that sees a value sees all of that store;
+//   - two stores of one rank to the same place are seen in program order;
+//   - Release() (block_barrier.h): every store the rank made before it is
+//     visible at every peer before any store it makes after it (on GPUs
+//     __threadfence_system, or st.release), and a flag wait is an acquire
+//     load (ld.acquire.sys), so loads after it see what was released;
+//   - the end of a kernel is a full fence: the next call sees everything.
+// The Lamport protocols need nothing more: every element is its own flag, so
+// a poll that sees no sentinel has the data. The custom all-reduce's peers
+// read the staged buffer after the start flag, so its barrier releases. The
+// simulator checks this under `memory: relaxed` (docs/SIMULATOR.md), where
+// stores land in pieces, late and out of order, within these rules only.
 
 #ifndef LOCKSTEP_KERNELS_PROTOCOL_MEMORY_MODEL_H_
 #define LOCKSTEP_KERNELS_PROTOCOL_MEMORY_MODEL_H_

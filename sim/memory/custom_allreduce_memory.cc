@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_format.h"
 #include "kernels/protocol/block_barrier.h"
+#include "sim/memory/relaxed_visibility.h"
 
 namespace lockstep {
 
@@ -28,8 +29,22 @@ protocol::ProtocolStatus SimCustomAllReduce::RunAllReduce(int member, const Deci
   args.world = static_cast<int32_t>(peers_.size());
   args.elems = in.elems;
   args.elem = ctx_.elem;
+  args.release_flags = (d.kernel_flags & kReleaseFlags) != 0;
   out.elems = in.elems;
-  return protocol::CustomAllReduce(mem, args);
+  const protocol::ProtocolStatus status = protocol::CustomAllReduce(mem, args);
+  // The kernel's end is a full fence: what it stored is visible everywhere.
+  if (ctx_.relaxed != nullptr) ctx_.relaxed->Flush(peers_[static_cast<size_t>(member)]);
+  return status;
+}
+
+void SimCustomAllReduce::LandFlags(int32_t target, uint32_t phase, int32_t writer, int32_t blocks,
+                                   uint64_t epoch) {
+  Member& m = members_[static_cast<size_t>(target)];
+  StoreFlags(m.flags[phase][static_cast<size_t>(writer)], 0, blocks, epoch);
+  if (m.waiting && m.wait_phase == phase && m.wait_peer == writer) {
+    m.waiting = false;
+    ctx_.scheduler.Wake(peers_[static_cast<size_t>(target)]);
+  }
 }
 
 void SimCustomAllReduce::StoreFlags(std::vector<FlagRun>& runs, int32_t begin, int32_t end,
@@ -90,7 +105,31 @@ std::vector<int> SimCustomAllReduce::WaitsOn(int, int64_t detail) const {
 void CustomMem::Stage(int64_t pos, const Value& v) {
   SimCustomAllReduce::Member& m = ar_.members_[static_cast<size_t>(member_)];
   if (pos == 0) m.staged.Reset();
-  WriteChunk(m.staged, pos, v, ctx_.Clock(rank_), rank_);
+  const int64_t now = ctx_.Clock(rank_);
+  WriteChunk(m.staged, pos, v, now, rank_);
+  if (ctx_.relaxed == nullptr) return;
+  // Relaxed memory: each peer sees the staged input once the store reaches
+  // it, in pieces (16-byte vectors apart) that land separately; until then
+  // it reads what its view held before (an earlier call's input).
+  m.seen.resize(ar_.peers_.size());
+  SimCustomAllReduce* ar = &ar_;
+  const int32_t member = member_;
+  const int writer = rank_;
+  for (size_t q = 0; q < ar_.peers_.size(); ++q) {
+    if (static_cast<int32_t>(q) == member_) continue;
+    const std::vector<int64_t> cuts =
+        ctx_.relaxed->Cuts(v.len, 16 / protocol::ElemBytes(ctx_.elem));
+    for (size_t i = 0; i + 1 < cuts.size(); ++i) {
+      const int64_t at = pos + cuts[i];
+      SimChunk piece = SubChunk(v, cuts[i], cuts[i + 1]);
+      ctx_.relaxed->Store(ctx_.scheduler.steps(), writer, ar_.peers_[q],
+                          StoreTarget{ar, member, at, at + piece.len},
+                          [ar, member, q, at, piece = std::move(piece), now, writer] {
+                            WriteChunk(ar->members_[static_cast<size_t>(member)].seen[q], at, piece,
+                                       now, writer);
+                          });
+    }
+  }
 }
 
 bool CustomMem::LoadStaged(int32_t peer, int64_t pos, int64_t len, Value* out) {
@@ -98,9 +137,32 @@ bool CustomMem::LoadStaged(int32_t peer, int64_t pos, int64_t len, Value* out) {
   const int64_t bytes = len * protocol::ElemBytes(ctx_.elem);
   out->pieces.clear();
   int64_t ready = 0;
-  ar_.members_[static_cast<size_t>(peer)].staged.Read(pos, pos + len, *out, &ready);
+  const SimCustomAllReduce::Member& from = ar_.members_[static_cast<size_t>(peer)];
+  if (ctx_.relaxed != nullptr && peer != member_) {
+    // What of the peer's staged input has reached this rank.
+    static const RunList kNothing;
+    const RunList& view = from.seen.empty() ? kNothing : from.seen[static_cast<size_t>(member_)];
+    view.Read(pos, pos + len, *out, &ready);
+    CoalescePieces(*out);
+    if (const RelaxedVisibility::InFlight* late =
+            ctx_.relaxed->Pending(source, rank_, StoreTarget{&ar_, peer, pos, pos + len})) {
+      ctx_.relaxed->NoteLateRead(absl::StrFormat(
+          "rank %d read elements [%d,%d) of rank %d's staged input (custom all-reduce %s, call "
+          "%d) before rank %d's store of elements [%d,%d), made at scheduling step %d, reached "
+          "it (it lands by step %d; the read was at step %d)",
+          rank_, pos, pos + len, source, ar_.name_,
+          ar_.members_[static_cast<size_t>(member_)].epoch, source, late->target.begin,
+          late->target.end, late->made, late->due, ctx_.scheduler.steps()));
+    }
+  } else {
+    from.staged.Read(pos, pos + len, *out, &ready);
+  }
   ctx_.AdvanceTo(rank_, ready + ctx_.hardware.TransferNs(source, rank_, bytes));
   return true;
+}
+
+void CustomMem::Release() {
+  if (ctx_.relaxed != nullptr) ctx_.relaxed->Release(rank_);
 }
 
 void CustomMem::Signal(int32_t peer, uint32_t phase, uint64_t epoch) {
@@ -109,12 +171,20 @@ void CustomMem::Signal(int32_t peer, uint32_t phase, uint64_t epoch) {
     ar_.lost_.push_back({member_, peer, phase, epoch});
     return;
   }
-  SimCustomAllReduce::Member& m = ar_.members_[static_cast<size_t>(peer)];
-  SimCustomAllReduce::StoreFlags(m.flags[phase][static_cast<size_t>(member_)], 0, blocks_, epoch);
-  if (m.waiting && m.wait_phase == phase && m.wait_peer == member_) {
-    m.waiting = false;
-    ctx_.scheduler.Wake(ar_.peers_[static_cast<size_t>(peer)]);
+  if (ctx_.relaxed != nullptr && target != rank_) {
+    // The flag is a store like any other: it lands late too, and before the
+    // data staged ahead of it unless a Release came between them.
+    SimCustomAllReduce* ar = &ar_;
+    const int32_t member = member_;
+    const int32_t blocks = blocks_;
+    ctx_.relaxed->Store(ctx_.scheduler.steps(), rank_, target,
+                        StoreTarget{ar, -1 - static_cast<int64_t>(phase), member_, member_ + 1},
+                        [ar, peer, phase, member, blocks, epoch] {
+                          ar->LandFlags(peer, phase, member, blocks, epoch);
+                        });
+    return;
   }
+  ar_.LandFlags(peer, phase, member_, blocks_, epoch);
 }
 
 bool CustomMem::WaitFlags(int32_t peer, uint32_t phase, uint64_t epoch) {

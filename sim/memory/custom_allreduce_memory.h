@@ -12,8 +12,8 @@
 #include "dispatch/decision.h"
 #include "kernels/protocol/lamport.h"
 #include "kernels/protocol/memory_model.h"
-#include "sim/runtime/context.h"
 #include "sim/memory/data.h"
+#include "sim/runtime/context.h"
 
 namespace lockstep {
 
@@ -49,6 +49,9 @@ class SimCustomAllReduce : public Waitable {
   };
   struct Member {
     RunList staged;
+    // Under relaxed memory, seen[q]: this member's staged buffer as member q
+    // sees it (the stores that reached q); empty until the first stage.
+    std::vector<RunList> seen;
     uint64_t epoch = 0;
     int32_t blocks = 0;  // grid of the call in progress
     // flags[phase][writer]: what writer's blocks last stored here.
@@ -59,6 +62,9 @@ class SimCustomAllReduce : public Waitable {
     uint64_t wait_epoch = 0;
   };
   static void StoreFlags(std::vector<FlagRun>& runs, int32_t begin, int32_t end, uint64_t epoch);
+  // Member `writer`'s `blocks` flags of `phase` land at member `target`
+  // holding `epoch`, waking it if it waits for them.
+  void LandFlags(int32_t target, uint32_t phase, int32_t writer, int32_t blocks, uint64_t epoch);
   static bool FlagsHold(const std::vector<FlagRun>& runs, int32_t blocks, uint64_t epoch);
 
   SimContext& ctx_;
@@ -89,6 +95,10 @@ class CustomMem : public protocol::WholeRangeChunks {
   }
   void Stage(int64_t pos, const Value& v);
   bool LoadStaged(int32_t peer, int64_t pos, int64_t len, Value* out);
+  // A release fence (kernels/protocol/block_barrier.h): under relaxed
+  // memory, every store this rank makes afterwards reaches its peer after
+  // every store it made before.
+  void Release();
   void Signal(int32_t peer, uint32_t phase, uint64_t epoch);
   bool WaitFlags(int32_t peer, uint32_t phase, uint64_t epoch);
   uint64_t NextEpoch();

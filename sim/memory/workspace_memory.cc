@@ -6,6 +6,7 @@
 #include "kernels/protocol/kernel_flags.h"
 #include "kernels/protocol/one_shot.h"
 #include "kernels/protocol/two_shot.h"
+#include "sim/memory/relaxed_visibility.h"
 
 namespace lockstep {
 
@@ -40,8 +41,12 @@ protocol::ProtocolStatus SimWorkspace::RunAllReduce(int member, const DecisionRe
   LamportMem mem(*this, member, in, out, d.fp32_acc, args.sentinel,
                  (d.kernel_flags & kBoundedWaits) != 0);
   out.elems = in.elems;
-  return d.algorithm == Algorithm::kTwoShot ? protocol::TwoShotAllReduce(mem, args)
-                                            : protocol::OneShotAllReduce(mem, args);
+  const protocol::ProtocolStatus status = d.algorithm == Algorithm::kTwoShot
+                                              ? protocol::TwoShotAllReduce(mem, args)
+                                              : protocol::OneShotAllReduce(mem, args);
+  // The kernel's end is a full fence: what it stored is visible everywhere.
+  if (ctx_.relaxed != nullptr) ctx_.relaxed->Flush(peers_[static_cast<size_t>(member)]);
+  return status;
 }
 
 void SimWorkspace::Rebind(std::vector<int> peers, GroupId group, uint32_t generation) {
@@ -136,6 +141,23 @@ void LamportMem::Push(int32_t peer, uint32_t buffer, int64_t offset, const Value
         return;
       }
     }
+  }
+  if (target != rank_ && ctx_.relaxed != nullptr) {
+    // Relaxed memory: the push reaches the peer late, out of order with this
+    // rank's other pushes. It lands whole: every poll reads a push's whole
+    // range, and a vector not yet landed still holds the sentinel, so pieces
+    // landing apart would show only as the last one landing. The Lamport
+    // protocols need no ordering: every element is its own flag.
+    SimWorkspace* ws = &ws_;
+    const int writer = rank_;
+    ctx_.relaxed->Store(
+        ctx_.scheduler.steps(), writer, target,
+        StoreTarget{ws, static_cast<int64_t>(peer) * protocol::kLamportBuffers + buffer, offset,
+                    offset + v.len},
+        [ws, writer, peer, buffer, offset, v, ready] {
+          ws->Store(writer, peer, buffer, offset, v, ready);
+        });
+    return;
   }
   ws_.Store(rank_, peer, buffer, offset, v, ready);
 }

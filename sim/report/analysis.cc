@@ -217,9 +217,9 @@ nlohmann::json SwallowedErrors(const SimRun& run, std::string* line) {
   return out;
 }
 
-}  // namespace
-
-SimResult AnalyzeRun(const SimRun& run) {
+// The verdict the run's end state gives (AnalyzeRun adds what relaxed memory
+// saw).
+SimResult AnalyzeEndState(const SimRun& run) {
   const SimContext& ctx = run.ctx;
   SimResult result;
   result.policy = std::string(run.policy.name());
@@ -382,6 +382,21 @@ SimResult AnalyzeRun(const SimRun& run) {
                       {"virtual_time_ns", first_timeout}}},
                     {"swallowed_errors", swallowed},
                     {"unbounded_waits", unbounded}};
+  return result;
+}
+
+}  // namespace
+
+SimResult AnalyzeRun(const SimRun& run) {
+  SimResult result = AnalyzeEndState(run);
+  if (run.ctx.relaxed != nullptr) result.relaxed_stores = run.ctx.relaxed->landed();
+  // Under relaxed memory, a silent failure names the first store a load got
+  // ahead of: the store that arrived late.
+  if (run.ctx.relaxed != nullptr && IsSilentFailure(result.verdict) &&
+      !run.ctx.relaxed->late_read().empty()) {
+    result.summary += "; relaxed memory: " + run.ctx.relaxed->late_read();
+    result.details["late_store"] = run.ctx.relaxed->late_read();
+  }
   return result;
 }
 

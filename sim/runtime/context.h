@@ -27,6 +27,8 @@
 
 namespace lockstep {
 
+class RelaxedVisibility;
+
 struct SimContext {
   SimContext(const Scenario& s, const ParallelLayout& l, uint64_t run_seed, bool exact_provenance,
              std::unique_ptr<SchedulePolicy> schedule, bool keep_trace)
@@ -76,6 +78,9 @@ struct SimContext {
   bool needs_exact_rerun = false;
   // The run's faults (null: none).
   SimFaultPlan* faults = nullptr;
+  // Under `memory: relaxed`, the stores in flight to peers
+  // (sim/memory/relaxed_visibility.h); null: every store is visible at once.
+  RelaxedVisibility* relaxed = nullptr;
 
   // Work that happens later (a late write landing): run after `steps` more
   // scheduling steps, or as soon as no rank can run.

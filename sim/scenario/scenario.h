@@ -125,6 +125,14 @@ struct FaultSpec {
   int line = 0;  // where it was declared
 };
 
+// How stores into a peer's memory become visible there (docs/SIMULATOR.md,
+// "Relaxed memory").
+enum class MemoryModel : uint8_t {
+  kImmediate,  // a store is visible to its peer at once (the default)
+  kRelaxed,    // a store reaches its peer after a delay the run's seed draws, in
+               // an order only the protocol's releases and kernel ends constrain
+};
+
 struct TimeoutSpec {
   double kernel_wait_ms = 10000;  // bounded waits of the fused kernel
   double watchdog_ms = 60000;     // NCCL watchdog
@@ -143,6 +151,7 @@ struct Scenario {
   WorkloadSpec workload;
   std::vector<FaultSpec> faults;
   TimeoutSpec timeouts;
+  MemoryModel memory = MemoryModel::kImmediate;
   std::optional<Verdict> expect;
 };
 

@@ -630,7 +630,7 @@ absl::StatusOr<Scenario> ParseScenario(std::string_view text, const std::string&
   if (!n.IsMap()) return r.Error(n, "(top level)", "a scenario is a mapping of keys to values");
   static constexpr std::string_view kKeys[] = {"version",  "name",     "description", "hardware",
                                                "parallel", "model",    "dispatch",    "workload",
-                                               "faults",   "timeouts", "expect"};
+                                               "faults",   "timeouts", "memory",      "expect"};
   LS_RETURN_IF_ERROR(r.CheckKeys(n, "", kKeys));
   for (std::string_view k : {"name", "hardware", "parallel", "model"}) {
     LS_RETURN_IF_ERROR(r.Require(n, "", k));
@@ -700,6 +700,11 @@ absl::StatusOr<Scenario> ParseScenario(std::string_view text, const std::string&
     LS_RETURN_IF_ERROR(
         r.Double(t, "timeouts", "kernel_wait_ms", &s.timeouts.kernel_wait_ms, 1e-3, 1e9));
     LS_RETURN_IF_ERROR(r.Double(t, "timeouts", "watchdog_ms", &s.timeouts.watchdog_ms, 1e-3, 1e9));
+  }
+  if (const YAML::Node m = n["memory"]) {
+    absl::StatusOr<MemoryModel> model = ParseMemoryModel(Reader::Text(m));
+    if (!model.ok()) return r.Error(m, "memory", std::string(model.status().message()));
+    s.memory = *model;
   }
   if (const YAML::Node e = n["expect"]) {
     if (!e.IsScalar()) return r.Error(e, "expect", "expected a verdict name");
@@ -843,9 +848,25 @@ std::string ScenarioToYaml(const Scenario& s) {
     }
     out << YAML::EndSeq;
   }
+  if (s.memory != MemoryModel::kImmediate) {
+    out << YAML::Key << "memory" << YAML::Value << std::string(MemoryModelName(s.memory));
+  }
   if (s.expect) out << YAML::Key << "expect" << YAML::Value << std::string(VerdictName(*s.expect));
   out << YAML::EndMap;
   return std::string(out.c_str()) + "\n";
+}
+
+std::string_view MemoryModelName(MemoryModel model) {
+  return model == MemoryModel::kRelaxed ? "relaxed" : "immediate";
+}
+
+absl::StatusOr<MemoryModel> ParseMemoryModel(std::string_view name) {
+  if (name == "immediate") return MemoryModel::kImmediate;
+  if (name == "relaxed") return MemoryModel::kRelaxed;
+  return absl::InvalidArgumentError(
+      "expected immediate (a store is visible to its peer at once) or relaxed (stores reach "
+      "peers late and out of order, docs/SIMULATOR.md), got '" +
+      std::string(name) + "'");
 }
 
 }  // namespace lockstep

@@ -33,6 +33,12 @@ absl::StatusOr<ModelSpec> LoadModelFile(const std::string& path);
 // scenario, with hardware and model written inline (self-contained).
 std::string ScenarioToYaml(const Scenario& scenario);
 
+// The memory model's name ("immediate", "relaxed") and its inverse, for the
+// scenario key `memory` and the --memory flags; InvalidArgument says what to
+// write instead.
+std::string_view MemoryModelName(MemoryModel model);
+absl::StatusOr<MemoryModel> ParseMemoryModel(std::string_view name);
+
 }  // namespace lockstep
 
 #endif  // LOCKSTEP_SIM_SCENARIO_SCENARIO_YAML_H_

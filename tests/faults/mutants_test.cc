@@ -39,6 +39,21 @@ TEST(MutantsTest, ReferenceGivesEveryCatalogueScenarioItsExpectation) {
   EXPECT_TRUE(r->all_acceptable) << FormatExploreSummary(*scenarios, *r, o);
 }
 
+// Issue 13: with relaxed memory on every catalogue scenario (faults
+// included), the reference still gives each its expectation.
+TEST(MutantsTest, ReferenceGivesEveryCatalogueScenarioItsExpectationUnderRelaxedMemory) {
+  absl::StatusOr<std::vector<Scenario>> scenarios = LoadScenarios(Topologies() + "/scenarios");
+  ASSERT_TRUE(scenarios.ok());
+  for (Scenario& s : *scenarios) s.memory = MemoryModel::kRelaxed;
+  const PolicyRegistry registry = MakePolicyRegistry();
+  ExploreOptions o;
+  o.seeds = lockstep::testing::PropertySeeds(2);
+  o.jobs = 2;
+  absl::StatusOr<ExploreResult> r = Explore(*scenarios, o, registry);
+  ASSERT_TRUE(r.ok());
+  EXPECT_TRUE(r->all_acceptable) << FormatExploreSummary(*scenarios, *r, o);
+}
+
 TEST(MutantsTest, SwallowedKernelErrorTurnsAFailStopIntoAHang) {
   absl::StatusOr<std::vector<Scenario>> s =
       LoadScenarios(Topologies() + "/scenarios/faults/tp8-kernel-launch-failure.yaml");
@@ -100,6 +115,42 @@ TEST(MutantsTest, ASwallowedErrorIsNamedAtTheSiteItWasPlaced) {
   EXPECT_EQ(swallowed[0]["site"], "step 1 layer 3 moe");
   // The first divergent decision is that call too.
   EXPECT_EQ(r->details["first_divergent_decision"]["site"], "step 1 layer 3 moe") << r->summary;
+}
+
+// custom-flag-without-release (vLLM #8404, #8558): caught on the catalogue's
+// relaxed-memory scenario, with the store that arrived late named, and only
+// there: with every store visible at once the missing release hides.
+TEST(MutantsTest, AFlagWithoutReleaseIsCaughtOnlyUnderRelaxedMemory) {
+  absl::StatusOr<std::vector<Scenario>> s =
+      LoadScenarios(Topologies() + "/scenarios/tp8-relaxed-memory-llama3-h200.yaml");
+  ASSERT_TRUE(s.ok()) << s.status();
+  Scenario relaxed = s->front();
+  ASSERT_EQ(relaxed.memory, MemoryModel::kRelaxed);
+  const PolicyRegistry registry = MakePolicyRegistry();
+  SimOptions o;
+  o.policy = "custom-flag-without-release";
+  o.keep_trace = false;
+  absl::StatusOr<SimResult> r = SimulateWithFaults(relaxed, o, registry);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->verdict, Verdict::kMismatch) << r->summary;
+  EXPECT_THAT(r->summary, HasSubstr("; relaxed memory: rank "));
+  EXPECT_THAT(r->summary, HasSubstr("'s staged input (custom all-reduce tp"));
+  EXPECT_THAT(r->summary, HasSubstr("reached it"));
+  ASSERT_TRUE(r->details.contains("late_store")) << r->details.dump();
+  // The reference, and the mutant under immediate visibility, are clean.
+  o.policy = "reference";
+  absl::StatusOr<SimResult> reference = SimulateWithFaults(relaxed, o, registry);
+  ASSERT_TRUE(reference.ok());
+  EXPECT_EQ(reference->verdict, Verdict::kClean) << reference->summary;
+  Scenario immediate = relaxed;
+  immediate.memory = MemoryModel::kImmediate;
+  o.policy = "custom-flag-without-release";
+  for (uint64_t seed = 1; seed <= 3; ++seed) {
+    o.seed = seed;
+    absl::StatusOr<SimResult> hidden = SimulateWithFaults(immediate, o, registry);
+    ASSERT_TRUE(hidden.ok());
+    EXPECT_EQ(hidden->verdict, Verdict::kClean) << "seed " << seed << ": " << hidden->summary;
+  }
 }
 
 }  // namespace

@@ -1,6 +1,10 @@
+#include <algorithm>
+#include <vector>
+
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "sim/memory/lamport_buffer.h"
+#include "sim/memory/relaxed_visibility.h"
 #include "sim/memory/run_list.h"
 #include "sim/runtime/scheduler.h"
 
@@ -149,6 +153,190 @@ TEST(SchedulerTest, ADeadlockLeavesRanksBlockedWithTheirReasons) {
   EXPECT_THAT(s.BlockedRanks(), ::testing::ElementsAre(0, 1));
   EXPECT_EQ(s.reason(1).waitable->DescribeWait(1, 0), "rank 1 waits at the gate");
   s.Shutdown();  // both fibers return from Block() with false and finish
+}
+
+// --- Relaxed visibility (memory: relaxed). ----------------------------------
+
+// A place in a peer's memory: elements [begin, end) of region 0.
+StoreTarget At(const void* object, int64_t begin, int64_t end) {
+  return StoreTarget{object, 0, begin, end};
+}
+
+TEST(RelaxedVisibilityTest, AStoreIsNotVisibleUntilItLands) {
+  RelaxedVisibility m(7);
+  const int object = 0;
+  bool landed = false;
+  m.Store(10, /*writer=*/0, /*reader=*/1, At(&object, 0, 8), [&] { landed = true; });
+  EXPECT_FALSE(landed) << "a store is in flight once made";
+  ASSERT_EQ(m.in_flight(), 1u);
+  const RelaxedVisibility::InFlight* s = m.Pending(0, 1, At(&object, 4, 5));
+  ASSERT_NE(s, nullptr) << "a read of element 4 is ahead of the store";
+  EXPECT_EQ(m.Pending(0, 2, At(&object, 4, 5)), nullptr) << "another reader";
+  EXPECT_EQ(m.Pending(0, 1, At(&object, 8, 16)), nullptr) << "other elements";
+  EXPECT_EQ(s->made, 10u);
+  EXPECT_GE(s->due, 10u);
+  EXPECT_LE(s->due, 10 + RelaxedVisibility::kMaxDelaySteps);
+  const uint64_t due = s->due;
+  EXPECT_FALSE(m.Deliver(due - 1, false));
+  EXPECT_FALSE(landed) << "not before its step";
+  EXPECT_TRUE(m.Deliver(due, false));
+  EXPECT_TRUE(landed);
+  EXPECT_EQ(m.in_flight(), 0u);
+  EXPECT_EQ(m.landed(), 1u);
+}
+
+TEST(RelaxedVisibilityTest, StoresToDifferentPlacesLandOutOfOrder) {
+  int reordered = 0;
+  for (uint64_t seed = 1; seed <= 20; ++seed) {
+    RelaxedVisibility m(seed);
+    const int object = 0;
+    std::vector<int> order;
+    for (int i = 0; i < 4; ++i) {
+      m.Store(0, 0, 1, At(&object, i * 8, i * 8 + 8), [&order, i] { order.push_back(i); });
+    }
+    m.Deliver(RelaxedVisibility::kMaxDelaySteps, false);
+    ASSERT_EQ(order.size(), 4u) << "every store lands by the longest delay";
+    if (!std::is_sorted(order.begin(), order.end())) ++reordered;
+  }
+  EXPECT_GT(reordered, 10) << "without a fence, program order is not landing order";
+}
+
+TEST(RelaxedVisibilityTest, StoresToOnePlaceLandInProgramOrder) {
+  for (uint64_t seed = 1; seed <= 20; ++seed) {
+    RelaxedVisibility m(seed);
+    const int object = 0;
+    std::vector<int> order;
+    for (int i = 0; i < 4; ++i) {
+      m.Store(static_cast<uint64_t>(i), 0, 1, At(&object, 0, 8 + i),
+              [&order, i] { order.push_back(i); });
+    }
+    while (m.Deliver(0, /*idle=*/true)) {
+    }
+    EXPECT_EQ(order, (std::vector<int>{0, 1, 2, 3})) << "seed " << seed;
+  }
+}
+
+TEST(RelaxedVisibilityTest, AReleaseMakesEveryEarlierStoreVisibleFirst) {
+  for (uint64_t seed = 1; seed <= 30; ++seed) {
+    RelaxedVisibility m(seed);
+    const int data = 0;
+    const int flags = 0;
+    // What each reader holds when its flag lands.
+    std::vector<int> seen(3, 0);
+    std::vector<int> at_flag(3, -1);
+    for (int reader = 1; reader <= 2; ++reader) {
+      for (int i = 0; i < 3; ++i) {
+        m.Store(0, 0, reader, At(&data, i * 8, i * 8 + 8),
+                [&seen, reader] { ++seen[static_cast<size_t>(reader)]; });
+      }
+    }
+    m.Release(0);
+    for (int reader = 1; reader <= 2; ++reader) {
+      m.Store(1, 0, reader, At(&flags, 0, 1), [&seen, &at_flag, reader] {
+        at_flag[static_cast<size_t>(reader)] = seen[static_cast<size_t>(reader)];
+      });
+    }
+    for (uint64_t step = 0; step <= 2 * RelaxedVisibility::kMaxDelaySteps; ++step) {
+      m.Deliver(step, false);
+    }
+    EXPECT_EQ(at_flag[1], 3) << "seed " << seed << ": reader 1 saw its flag before the data";
+    EXPECT_EQ(at_flag[2], 3) << "seed " << seed << ": reader 2 saw its flag before the data";
+  }
+}
+
+TEST(RelaxedVisibilityTest, WithoutTheReleaseAFlagCanOvertakeTheData) {
+  int overtaken = 0;
+  for (uint64_t seed = 1; seed <= 30; ++seed) {
+    RelaxedVisibility m(seed);
+    const int data = 0;
+    const int flags = 0;
+    int seen = 0;
+    int at_flag = -1;
+    for (int i = 0; i < 3; ++i) m.Store(0, 0, 1, At(&data, i * 8, i * 8 + 8), [&seen] { ++seen; });
+    m.Store(1, 0, 1, At(&flags, 0, 1), [&] { at_flag = seen; });
+    for (uint64_t step = 0; step <= 2 * RelaxedVisibility::kMaxDelaySteps; ++step) {
+      m.Deliver(step, false);
+    }
+    if (at_flag < 3) ++overtaken;
+  }
+  EXPECT_GT(overtaken, 5);
+}
+
+TEST(RelaxedVisibilityTest, AKernelEndLandsEveryStoreOfItsRankAndNoOther) {
+  RelaxedVisibility m(3);
+  const int object = 0;
+  std::vector<int> landed;
+  for (int i = 0; i < 5; ++i) {
+    m.Store(0, /*writer=*/i % 2, 2, At(&object, i * 8, i * 8 + 8),
+            [&landed, i] { landed.push_back(i); });
+  }
+  m.Flush(0);
+  std::sort(landed.begin(), landed.end());
+  EXPECT_EQ(landed, (std::vector<int>{0, 2, 4})) << "rank 0's stores, all of them, now";
+  EXPECT_EQ(m.in_flight(), 2u) << "rank 1's stay in flight";
+  EXPECT_EQ(m.Pending(0, 2, At(&object, 0, 40)), nullptr);
+  EXPECT_NE(m.Pending(1, 2, At(&object, 0, 40)), nullptr);
+}
+
+TEST(RelaxedVisibilityTest, AnIdleRunLandsOneStoreAtATime) {
+  RelaxedVisibility m(5);
+  const int object = 0;
+  int landed = 0;
+  // Made at step 100: none is due at step 0.
+  for (int i = 0; i < 3; ++i) m.Store(100, 0, 1, At(&object, i * 8, i * 8 + 8), [&] { ++landed; });
+  EXPECT_FALSE(m.Deliver(0, false));
+  EXPECT_TRUE(m.Deliver(0, /*idle=*/true));
+  EXPECT_EQ(landed, 1) << "no rank can run: the next store lands, the others stay in flight";
+  while (m.Deliver(0, true)) {
+  }
+  EXPECT_EQ(landed, 3) << "nothing is lost: an idle run lands what is still in flight";
+  EXPECT_FALSE(m.Deliver(0, true)) << "and then has nothing to do";
+}
+
+TEST(RelaxedVisibilityTest, TheSameSeedDrawsTheSameDelaysAndPieces) {
+  auto draws = [](uint64_t seed) {
+    RelaxedVisibility m(seed);
+    const int object = 0;
+    std::vector<uint64_t> out;
+    for (int i = 0; i < 16; ++i) {
+      m.Store(0, 0, 1, At(&object, i * 8, i * 8 + 8), [] {});
+      out.push_back(m.Pending(0, 1, At(&object, i * 8, i * 8 + 8))->due);
+      for (int64_t c : m.Cuts(4096, 8)) out.push_back(static_cast<uint64_t>(c));
+    }
+    return out;
+  };
+  EXPECT_EQ(draws(11), draws(11));
+  EXPECT_NE(draws(11), draws(12));
+}
+
+TEST(RelaxedVisibilityTest, PiecesAreWholeVectorsCoveringTheRange) {
+  RelaxedVisibility m(9);
+  bool split = false;
+  for (int i = 0; i < 50; ++i) {
+    const std::vector<int64_t> cuts = m.Cuts(1000, 8);
+    ASSERT_GE(cuts.size(), 2u);
+    EXPECT_EQ(cuts.front(), 0);
+    EXPECT_EQ(cuts.back(), 1000);
+    EXPECT_LE(cuts.size(), static_cast<size_t>(RelaxedVisibility::kMaxPieces) + 1);
+    for (size_t k = 1; k + 1 < cuts.size(); ++k) {
+      EXPECT_EQ(cuts[k] % 8, 0) << "a 16-byte vector of bf16 never tears";
+      EXPECT_LT(cuts[k - 1], cuts[k]);
+    }
+    split |= cuts.size() > 2;
+  }
+  EXPECT_TRUE(split);
+  EXPECT_EQ(m.Cuts(8, 8), (std::vector<int64_t>{0, 8})) << "one vector is one piece";
+  SimChunk chunk;
+  chunk.len = 30;
+  chunk.pieces.push_back(Piece{SimValue{}, 100, 10});
+  chunk.pieces.push_back(Piece{SimValue{}, 500, 20});
+  const SimChunk mid = SubChunk(chunk, 5, 15);
+  ASSERT_EQ(mid.pieces.size(), 2u);
+  EXPECT_EQ(mid.len, 10);
+  EXPECT_EQ(mid.pieces[0].src, 105);
+  EXPECT_EQ(mid.pieces[0].len, 5);
+  EXPECT_EQ(mid.pieces[1].src, 500);
+  EXPECT_EQ(mid.pieces[1].len, 5);
 }
 
 }  // namespace

@@ -126,6 +126,28 @@ TEST(ScenarioYamlTest, SpeculativeLengthsNeedSpeculativeAndRoundTrip) {
   EXPECT_TRUE(back->workload.autotune);
 }
 
+TEST(ScenarioYamlTest, MemoryModelParsesRoundTripsAndRefusesOtherValues) {
+  absl::StatusOr<Scenario> plain = ParseScenario(kValid, "ok.yaml", TopologiesDir());
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  EXPECT_EQ(plain->memory, MemoryModel::kImmediate) << "immediate visibility is the default";
+  EXPECT_THAT(ScenarioToYaml(*plain), ::testing::Not(HasSubstr("memory")))
+      << "the default is not written, so existing reports keep their text";
+  absl::StatusOr<Scenario> relaxed =
+      ParseScenario(std::string(kValid) + "memory: relaxed\n", "ok.yaml", TopologiesDir());
+  ASSERT_TRUE(relaxed.ok()) << relaxed.status();
+  EXPECT_EQ(relaxed->memory, MemoryModel::kRelaxed);
+  absl::StatusOr<Scenario> back = ParseScenario(ScenarioToYaml(*relaxed), "back.yaml", "");
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->memory, MemoryModel::kRelaxed);
+  EXPECT_THAT(ParseError(std::string(kValid) + "memory: weak\n").message(),
+              AllOf(HasSubstr("bad.yaml:12: memory: expected immediate"), HasSubstr("relaxed"),
+                    HasSubstr("got 'weak'")));
+  EXPECT_THAT(ParseError(std::string(kValid) + "memory: [relaxed]\n").message(),
+              HasSubstr("bad.yaml:12: memory: expected immediate"));
+  EXPECT_THAT(ParseError(std::string(kValid) + "memroy: relaxed\n").message(),
+              HasSubstr("did you mean 'memory'?"));
+}
+
 TEST(ScenarioYamlTest, RequestTimeoutsAreForOnePipelineStage) {
   const std::string head = "name: x\nhardware: h200x8\nmodel: llama-3-70b\n";
   EXPECT_THAT(
