@@ -373,15 +373,17 @@ SimResult AnalyzeEndState(const SimRun& run) {
       unbounded_line,
       decision_line.empty() ? "" : absl::StrFormat("; first divergent decision: %s", decision_line),
       swallowed_line.empty() ? "" : absl::StrFormat("; %s", swallowed_line));
-  result.details = {{"blocked", waits},
-                    {"first_divergent_decision", divergence},
-                    {"dead_ranks", dead},
-                    {"would_fire",
-                     {{"what", first_timeout_kind},
-                      {"rank", first_timeout_rank},
-                      {"virtual_time_ns", first_timeout}}},
-                    {"swallowed_errors", swallowed},
-                    {"unbounded_waits", unbounded}};
+  result.details = {
+      {"blocked", waits},
+      {"first_divergent_decision", divergence},
+      {"dead_ranks", dead},
+      // null: no blocked rank's wait has a bound.
+      {"would_fire", first_timeout < 0 ? nlohmann::json(nullptr)
+                                       : nlohmann::json{{"what", first_timeout_kind},
+                                                        {"rank", first_timeout_rank},
+                                                        {"virtual_time_ns", first_timeout}}},
+      {"swallowed_errors", swallowed},
+      {"unbounded_waits", unbounded}};
   return result;
 }
 

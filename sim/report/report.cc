@@ -60,11 +60,15 @@ std::string FormatResult(const Scenario& scenario, const SimOptions& options,
       absl::StrAppendFormat(&out, "  - %s\n", w["waits_for"].get<std::string>());
     }
     const auto& fire = result.details["would_fire"];
-    absl::StrAppendFormat(&out,
-                          "  without the deadlock check, %s of rank %d would fire at %.3f ms "
-                          "virtual time: a timeout that rescues a logic bug is still a bug\n",
-                          fire["what"].get<std::string>(), fire["rank"].get<int>(),
-                          static_cast<double>(fire["virtual_time_ns"].get<int64_t>()) / 1e6);
+    if (fire.is_null()) {
+      absl::StrAppendFormat(&out, "  no blocked rank's wait has a bound: nothing would end it\n");
+    } else {
+      absl::StrAppendFormat(&out,
+                            "  without the deadlock check, %s of rank %d would fire at %.3f ms "
+                            "virtual time: a timeout that rescues a logic bug is still a bug\n",
+                            fire["what"].get<std::string>(), fire["rank"].get<int>(),
+                            static_cast<double>(fire["virtual_time_ns"].get<int64_t>()) / 1e6);
+    }
   }
   for (const std::string& u : result.unmodelled) {
     absl::StrAppendFormat(&out, "  unmodelled backend: %s\n", u);

@@ -92,6 +92,12 @@ TEST(LamportSafeguards, ABoundedWaitEndsTheCallOnADeadPeer_FlashInfer3053) {
   ExpectMutantCaught("faults/tp8-rank-killed", "unbounded-kernel-wait", Verdict::kHang,
                      AllOf(HasSubstr("wait for dead rank 2 and nothing ends the wait"),
                            HasSubstr("poll without a bound")));
+  // No wait would fire: the report says so rather than naming a timeout.
+  std::optional<SilentRun> caught =
+      FirstSilentFailure("faults/tp8-rank-killed", "unbounded-kernel-wait");
+  ASSERT_TRUE(caught.has_value());
+  EXPECT_TRUE(caught->result.details["would_fire"].is_null());
+  EXPECT_FALSE(caught->result.details["unbounded_waits"].empty());
 }
 
 }  // namespace
