@@ -36,6 +36,15 @@ def test_unexpected_verdict_fails_with_the_explanation(pytester):
                                  "*replay: lockstep sim *wrong.yaml --seed 1*"])
 
 
+def test_the_catalogue_is_collected_and_holds(pytester, scenarios_dir):
+    # Every scenario of the catalogue, faults/ and hw/ included, is an item
+    # that gives its expected verdict under the reference policy.
+    files = [p for p in scenarios_dir.rglob("*.yaml")]
+    assert len(files) > 100
+    result = pytester.runpytest(*PLUGIN, "--lockstep-scenarios", str(scenarios_dir))
+    result.assert_outcomes(passed=len(files))
+
+
 def test_mutant_policy_fails_a_scenario(pytester, scenarios_dir):
     target = scenarios_dir / "faults" / "tp8-capacity-view.yaml"
     result = pytester.runpytest(*PLUGIN, "--lockstep-scenarios", str(target),
