@@ -224,8 +224,11 @@ class PerRankGridSize : public DispatchPolicy {
 };
 
 // --- Lamport protocol safeguards (kernel flags), each removed. --------------
-// Each mutant launches the reference's kernel with one KernelFlag cleared
-// (dispatch/decision.h; kernels/protocol/lamport.h says what each guards).
+// Each mutant launches the reference's kernels with one KernelFlag cleared
+// (dispatch/decision.h; kernels/protocol/lamport.h and block_barrier.h say
+// what each guards). A flag belongs to one kernel — the Lamport bits to the
+// fused launch, kReleaseFlags to the custom one — so clearing it in both
+// launches weakens exactly the kernel that has it.
 template <const char* kName, KernelFlag kFlag>
 class WithoutKernelFlag : public DispatchPolicy {
  public:
@@ -235,6 +238,11 @@ class WithoutKernelFlag : public DispatchPolicy {
   void ConfigureFusedLaunch(const GroupBackends& b, const CallDesc& call,
                             DecisionRecord& r) const override {
     DispatchPolicy::ConfigureFusedLaunch(b, call, r);
+    r.kernel_flags = static_cast<uint8_t>(r.kernel_flags & ~kFlag);
+  }
+  void ConfigureCustomLaunch(const GroupBackends& b, const CallDesc& call,
+                             DecisionRecord& r) const override {
+    DispatchPolicy::ConfigureCustomLaunch(b, call, r);
     r.kernel_flags = static_cast<uint8_t>(r.kernel_flags & ~kFlag);
   }
 };
@@ -543,17 +551,8 @@ class LibraryCheckUnvoted : public DispatchPolicy {
 // (or none). Caught only under relaxed memory (`memory: relaxed`), where the
 // simulator lets stores land out of order; with immediate visibility every
 // store is ordered and the bug hides, as it hides on most GPU runs.
-class CustomFlagWithoutRelease : public DispatchPolicy {
- public:
-  std::string_view name() const override { return "custom-flag-without-release"; }
-
- protected:
-  void ConfigureCustomLaunch(const GroupBackends& b, const CallDesc& call,
-                             DecisionRecord& r) const override {
-    DispatchPolicy::ConfigureCustomLaunch(b, call, r);
-    r.kernel_flags = static_cast<uint8_t>(r.kernel_flags & ~kReleaseFlags);
-  }
-};
+inline constexpr char kCustomFlagWithoutRelease[] = "custom-flag-without-release";
+using CustomFlagWithoutRelease = WithoutKernelFlag<kCustomFlagWithoutRelease, kReleaseFlags>;
 
 template <typename Policy>
 std::unique_ptr<DispatchPolicy> Make() {

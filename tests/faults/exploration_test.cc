@@ -30,37 +30,13 @@ std::vector<Scenario> BaseScenarios() {
   return base;
 }
 
-TEST(SwarmPropertyTest, ReferenceNeverFailsSilentlyUnderSwarmFaults) {
-  const std::vector<Scenario> base = BaseScenarios();
+// Swarm-explores `base` under the reference policy, with random and PCT
+// schedules: every run must be clean or fail_stop.
+void ExpectSwarmAcceptable(const std::vector<Scenario>& base, uint64_t seeds) {
   const PolicyRegistry registry = MakePolicyRegistry();
   for (const char* schedule : {"random", "pct:3"}) {
     ExploreOptions o;
-    o.seeds = 500;
-    o.swarm = true;
-    o.schedule = schedule;
-    o.jobs = 2;
-    absl::StatusOr<ExploreResult> r = Explore(base, o, registry);
-    ASSERT_TRUE(r.ok()) << r.status();
-    for (size_t k = 0; k < base.size(); ++k) {
-      const ScenarioSummary& s = r->scenarios[k];
-      EXPECT_FALSE(s.first_failure.has_value())
-          << schedule << " " << s.name << " seed " << s.first_failure->seed << ": "
-          << s.first_failure->summary;
-    }
-    EXPECT_TRUE(r->all_acceptable);
-  }
-}
-
-// Issue 13: the same swarm with relaxed memory on every scenario — stores
-// reach peers late, in pieces and out of order — still gives only clean and
-// fail_stop. LOCKSTEP_PROPERTY_SEEDS may lower the seed count.
-TEST(SwarmPropertyTest, ReferenceNeverFailsSilentlyUnderSwarmFaultsWithRelaxedMemory) {
-  std::vector<Scenario> base = BaseScenarios();
-  for (Scenario& s : base) s.memory = MemoryModel::kRelaxed;
-  const PolicyRegistry registry = MakePolicyRegistry();
-  for (const char* schedule : {"random", "pct:3"}) {
-    ExploreOptions o;
-    o.seeds = lockstep::testing::PropertySeeds(200);
+    o.seeds = seeds;
     o.swarm = true;
     o.schedule = schedule;
     o.jobs = 2;
@@ -74,6 +50,19 @@ TEST(SwarmPropertyTest, ReferenceNeverFailsSilentlyUnderSwarmFaultsWithRelaxedMe
     }
     EXPECT_TRUE(r->all_acceptable);
   }
+}
+
+TEST(SwarmPropertyTest, ReferenceNeverFailsSilentlyUnderSwarmFaults) {
+  ExpectSwarmAcceptable(BaseScenarios(), 500);
+}
+
+// Issue 13: the same swarm with relaxed memory on every scenario — stores
+// reach peers late, in pieces and out of order — still gives only clean and
+// fail_stop. LOCKSTEP_PROPERTY_SEEDS may lower the seed count.
+TEST(SwarmPropertyTest, ReferenceNeverFailsSilentlyUnderSwarmFaultsWithRelaxedMemory) {
+  std::vector<Scenario> base = BaseScenarios();
+  for (Scenario& s : base) s.memory = MemoryModel::kRelaxed;
+  ExpectSwarmAcceptable(base, lockstep::testing::PropertySeeds(200));
 }
 
 TEST(MutationScoreTest, EveryMutantIsDetectedAndGivesItsVerdictClass) {
