@@ -42,4 +42,12 @@ absl::Status GroupCoordinator::AllReduce(Tensor& tensor, DecisionRecord* record_
   return policy_->Execute(backends_, *chosen, tensor, record);
 }
 
+absl::Status GroupCoordinator::Replay(CommBackend& chosen, Tensor& tensor,
+                                      DecisionRecord& recorded) {
+  if (hook_ != nullptr) {
+    if (absl::Status s = hook_->BeforeExecute(recorded, chosen); !s.ok()) return s;
+  }
+  return policy_->Execute(backends_, chosen, tensor, recorded);
+}
+
 }  // namespace lockstep

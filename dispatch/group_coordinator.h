@@ -51,6 +51,12 @@ class GroupCoordinator {
   // time. Consumes a sequence number like AllReduce.
   CommBackend* Decide(const CallDesc& call, DecisionRecord& record);
 
+  // Runs one call of a replayed CUDA graph: `chosen` and `recorded` as
+  // Decide returned them at capture, on this replay's `tensor`. Nothing is
+  // decided again and no sequence number is consumed: a replay runs no host
+  // code. The hook sees it as any other call.
+  absl::Status Replay(CommBackend& chosen, Tensor& tensor, DecisionRecord& recorded);
+
   // The hook AllReduce calls between deciding and executing (null: none). Not
   // owned.
   void set_call_hook(CallHook* hook) { hook_ = hook; }

@@ -58,6 +58,13 @@ int64_t DispatchPolicy::SchedulerClockUs(const std::vector<int64_t>& gathered, i
   return gathered.empty() ? mine : gathered.front();
 }
 
+std::optional<int64_t> DispatchPolicy::GraphReplayTokens(const std::vector<int64_t>& captured,
+                                                         int64_t agreed, int64_t /*mine*/) const {
+  const auto it = std::lower_bound(captured.begin(), captured.end(), agreed);
+  if (it == captured.end()) return std::nullopt;
+  return *it;
+}
+
 bool DispatchPolicy::SkipDraft(const DraftStep& step, const RankLocalState& /*local*/) const {
   return step.max_model_len > 0 && step.context_len + step.draft_tokens > step.max_model_len;
 }

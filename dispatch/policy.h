@@ -20,6 +20,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -184,6 +185,28 @@ class DispatchPolicy {
   // rank (SGLang #27221: ranks aborted requests by their own clocks and their
   // batches diverged).
   virtual int64_t SchedulerClockUs(const std::vector<int64_t>& gathered, int64_t mine) const;
+
+  // ---- CUDA graphs (workload.cuda_graph_tokens; docs/FAULTS.md). ----
+
+  // The captured graph a decode step replays, as its batch size (nullopt:
+  // the step runs eagerly), from the sizes this rank captured (`captured`,
+  // ascending), the batch every member of the TP group runs (`agreed`: under
+  // attention DP the largest group's count, all-gathered with the batch) and
+  // this rank's own group's count (`mine`). Reference: the smallest captured
+  // size >= the agreed batch, eager above the largest
+  // (decode_cuda_graph_runner.py:871-896 and 1624-1628 @ 0.5.23: the largest
+  // DP group's size under attention DP, with can_run_decode_cuda_graph
+  // MIN-reduced over the DP ranks, scheduler_components/dp_attn.py:290) —
+  // the same graph on every rank.
+  virtual std::optional<int64_t> GraphReplayTokens(const std::vector<int64_t>& captured,
+                                                   int64_t agreed, int64_t mine) const;
+  // Whether the fused kernel reads its Lamport buffer index and the previous
+  // call's size from the workspace's control block when it runs (the
+  // reference), rather than taking them as launch arguments from a host-side
+  // counter: a captured graph freezes those arguments at capture, and every
+  // replay reuses them while the counter stands still (FlashInfer #3053,
+  // vLLM #35772: a Lamport poll that never ends on piecewise-graph replay).
+  virtual bool LamportStateOnDevice() const { return true; }
 
  protected:
   // The fused, fused-norm and custom backends' admission, as Choose() asks

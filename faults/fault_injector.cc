@@ -73,7 +73,7 @@ void FaultInjector::InitLocalState(int rank, RankLocalState& state) {
   for (const Active& a : active_) {
     const bool local =
         a.kind->stage == FaultStage::kInit || a.kind->stage == FaultStage::kLocalState;
-    if (local && a.spec.at_step < 0 && Strikes(a.spec, rank)) {
+    if (local && a.spec.at_step < 0 && a.spec.at_phase.empty() && Strikes(a.spec, rank)) {
       a.kind->effect.local(a.spec, scenario_, state);
     }
   }
@@ -82,6 +82,21 @@ void FaultInjector::InitLocalState(int rank, RankLocalState& state) {
 void FaultInjector::AtStepStart(int rank, int step, RankLocalState& state) {
   ForEach(FaultStage::kLocalState, rank, [&](const Active& a) {
     if (a.spec.at_step == step) a.kind->effect.local(a.spec, scenario_, state);
+  });
+}
+
+void FaultInjector::AtCapture(int rank, bool capturing, RankLocalState& state) {
+  if (!capturing) {
+    if (const auto it = before_capture_.find(rank); it != before_capture_.end()) {
+      state = it->second;
+      before_capture_.erase(it);
+    }
+    return;
+  }
+  ForEach(FaultStage::kLocalState, rank, [&](const Active& a) {
+    if (a.spec.at_phase != CallPhaseName(CallPhase::kCapture)) return;
+    before_capture_.try_emplace(rank, state);
+    a.kind->effect.local(a.spec, scenario_, state);
   });
 }
 

@@ -41,6 +41,7 @@ class FaultInjector : public SimFaultPlan {
                                   GroupRole intended) override;
   void InitLocalState(int rank, RankLocalState& state) override;
   void AtStepStart(int rank, int step, RankLocalState& state) override;
+  void AtCapture(int rank, bool capturing, RankLocalState& state) override;
   std::vector<int64_t> StragglerDelaysUs(int rank, int step) const override;
   bool KillsRank(int rank, const CallPlace& place) override;
   absl::Status BeforeBackendCall(int rank, const CallPlace& place,
@@ -75,6 +76,8 @@ class FaultInjector : public SimFaultPlan {
   const Scenario& scenario_;
   std::vector<FaultSpec> faults_;
   std::vector<Active> active_;
+  // A capturing rank's local state before at_phase: capture faults changed it.
+  std::map<int, RankLocalState> before_capture_;
 };
 
 }  // namespace lockstep::faults

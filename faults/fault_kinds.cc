@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <optional>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -241,7 +242,7 @@ const std::vector<FaultKindInfo>& Table() {
        "the rank's own workspace-manager flag says uninitialised",
        "the reference reads the initialised state voted at rendezvous",
        FaultStage::kLocalState,
-       {K::kAtStep},
+       {K::kAtStep, K::kAtPhase},
        {},
        true,
        &HasFusedBackend,
@@ -253,7 +254,7 @@ const std::vector<FaultKindInfo>& Table() {
        "the rank's autotuner/allocator sees another max-tokens capacity (SGLang #23317)",
        "the reference checks capacity against the workspace's agreed capacity",
        FaultStage::kLocalState,
-       {K::kAtStep},
+       {K::kAtStep, K::kAtPhase},
        {{"max_tokens", "the capacity the rank sees (default: the smallest token count - 1)"}},
        true,
        &HasFusedBackend,
@@ -265,7 +266,7 @@ const std::vector<FaultKindInfo>& Table() {
        "the rank's compile cache last saw another dtype",
        "the reference compares the call's dtype with the workspace's",
        FaultStage::kLocalState,
-       {K::kAtStep},
+       {K::kAtStep, K::kAtPhase},
        {{"dtype", "bf16, fp16 or fp32 (default: another than the scenario's)"}},
        true,
        &HasFusedBackend,
@@ -277,7 +278,7 @@ const std::vector<FaultKindInfo>& Table() {
        "the rank's local token count differs from the one it padded to (DP attention)",
        "the reference pads to the all-gathered maximum",
        FaultStage::kLocalState,
-       {K::kAtStep},
+       {K::kAtStep, K::kAtPhase},
        {{"delta", "tokens added to the rank's local count (default 1)"}},
        true,
        &HasDpAttention,
@@ -289,7 +290,7 @@ const std::vector<FaultKindInfo>& Table() {
        "the rank's cached contiguity of the activation says non-contiguous",
        "the reference reads the call's own tensor layout",
        FaultStage::kLocalState,
-       {K::kAtStep},
+       {K::kAtStep, K::kAtPhase},
        {},
        true,
        &Always,
@@ -301,7 +302,7 @@ const std::vector<FaultKindInfo>& Table() {
        "the fused-backend flag reads false in the rank's environment",
        "the reference follows the server arguments, which every rank shares",
        FaultStage::kLocalState,
-       {K::kAtStep},
+       {K::kAtStep, K::kAtPhase},
        {},
        true,
        &HasFusedBackend,
@@ -325,7 +326,7 @@ const std::vector<FaultKindInfo>& Table() {
        "the rank is inside torch.compile tracing while its peers are not",
        "the reference decides the same whether tracing or not",
        FaultStage::kLocalState,
-       {K::kAtStep},
+       {K::kAtStep, K::kAtPhase},
        {},
        true,
        &Always,
@@ -337,7 +338,7 @@ const std::vector<FaultKindInfo>& Table() {
        "the rank is capturing a CUDA graph while its peers are not",
        "the reference decides the same whether capturing or not",
        FaultStage::kLocalState,
-       {K::kAtStep},
+       {K::kAtStep, K::kAtPhase},
        {},
        true,
        &Always,
@@ -400,7 +401,7 @@ const std::vector<FaultKindInfo>& Table() {
        "the rank's all-reduce kernel fails to launch at one call",
        "the error propagates and the launcher stops the job; nothing falls back",
        FaultStage::kCall,
-       {K::kAtCall, K::kAtStep, K::kAtLayer, K::kAtSite},
+       {K::kAtCall, K::kAtStep, K::kAtLayer, K::kAtSite, K::kAtPhase},
        {},
        true,
        &Always,
@@ -412,7 +413,7 @@ const std::vector<FaultKindInfo>& Table() {
        "a sticky illegal-address error: every later kernel on the rank fails",
        "the first failing call raises; nothing falls back",
        FaultStage::kCall,
-       {K::kAtCall, K::kAtStep, K::kAtLayer, K::kAtSite},
+       {K::kAtCall, K::kAtStep, K::kAtLayer, K::kAtSite, K::kAtPhase},
        {},
        true,
        &Always,
@@ -424,7 +425,7 @@ const std::vector<FaultKindInfo>& Table() {
        "the rank's process dies before one call and never arrives",
        "its peers' bounded waits and the NCCL watchdog fire, naming it",
        FaultStage::kCall,
-       {K::kAtCall, K::kAtStep, K::kAtLayer, K::kAtSite},
+       {K::kAtCall, K::kAtStep, K::kAtLayer, K::kAtSite, K::kAtPhase},
        {},
        true,
        &Always,
@@ -485,7 +486,7 @@ const std::vector<FaultKindInfo>& Table() {
        "the rank's inputs contain −0, the Lamport sentinel",
        "inputs are sanitised to +0 before they are pushed",
        FaultStage::kInput,
-       {K::kAtCall, K::kAtStep, K::kAtLayer, K::kAtSite},
+       {K::kAtCall, K::kAtStep, K::kAtLayer, K::kAtSite, K::kAtPhase},
        {},
        false,
        &HasFusedBackend,
@@ -497,7 +498,7 @@ const std::vector<FaultKindInfo>& Table() {
        "the rank's inputs contain a negative subnormal and the kernels run with flush-to-zero",
        "the sentinel test compares exact bits, so a subnormal is data",
        FaultStage::kInput,
-       {K::kAtCall, K::kAtStep, K::kAtLayer, K::kAtSite},
+       {K::kAtCall, K::kAtStep, K::kAtLayer, K::kAtSite, K::kAtPhase},
        {},
        false,
        &HasFusedBackend,
@@ -509,7 +510,7 @@ const std::vector<FaultKindInfo>& Table() {
        "the rank's device reports another SM count (vLLM #43616)",
        "grids are sized from the message size only",
        FaultStage::kLocalState,
-       {K::kAtStep},
+       {K::kAtStep, K::kAtPhase},
        {{"sm_count", "the SM count the rank's device reports (default 66)"}},
        true,
        &HasCustomAllReduce,
@@ -521,7 +522,7 @@ const std::vector<FaultKindInfo>& Table() {
        "an environment override asks the rank for fp32 accumulation",
        "the accumulation type is fixed by the decision, the same on every rank",
        FaultStage::kLocalState,
-       {K::kAtStep},
+       {K::kAtStep, K::kAtPhase},
        {},
        true,
        &HasFusedBackend,
@@ -557,7 +558,7 @@ const std::vector<FaultKindInfo>& Table() {
        "the rank's own count of a sequence's length is off the scheduler's (vLLM #40589)",
        "the speculative skip reads the scheduler's length, the same on every rank",
        FaultStage::kLocalState,
-       {K::kAtStep},
+       {K::kAtStep, K::kAtPhase},
        {{"delta", "tokens added to the rank's own count (default 1)"}},
        true,
        &HasDraftSkip,
@@ -569,7 +570,7 @@ const std::vector<FaultKindInfo>& Table() {
        "the rank's clock reads ahead of its peers' (SGLang #27221)",
        "time-based decisions read the scheduler's clock, broadcast with the batch",
        FaultStage::kLocalState,
-       {K::kAtStep},
+       {K::kAtStep, K::kAtPhase},
        {{"skew_us", "µs the rank's clock reads ahead (default 1000)", int64_t{3600} * 1000 * 1000}},
        true,
        &HasTimedDecisions,
@@ -647,16 +648,21 @@ std::string_view FaultKeyName(FaultKey key) {
       return "at_layer";
     case FaultKey::kAtSite:
       return "at_site";
+    case FaultKey::kAtPhase:
+      return "at_phase";
   }
   return "?";
 }
 
-bool PlacedBySite(const FaultSpec& f) { return f.at_layer >= 0 || !f.at_site.empty(); }
+bool PlacedBySite(const FaultSpec& f) {
+  return f.at_layer >= 0 || !f.at_site.empty() || !f.at_phase.empty();
+}
 
 bool AtPlacedSite(const FaultSpec& f, const CallPlace& p) {
   return (f.at_step < 0 || p.site.step == f.at_step) &&
          (f.at_layer < 0 || p.site.layer == f.at_layer) &&
-         (f.at_site.empty() || SiteKindName(p.site.kind) == f.at_site);
+         (f.at_site.empty() || SiteKindName(p.site.kind) == f.at_site) &&
+         (f.at_phase.empty() || CallPhaseName(p.site.phase) == f.at_phase);
 }
 
 bool PlacedAt(const FaultSpec& f, const CallPlace& p, int64_t first) {
@@ -758,7 +764,8 @@ absl::Status ValidateFault(const Scenario& s, const ParallelLayout& layout, cons
   for (const auto& [key, given] :
        {std::pair{FaultKey::kAtCall, f.at_call >= 0}, std::pair{FaultKey::kAtStep, f.at_step >= 0},
         std::pair{FaultKey::kAtLayer, f.at_layer >= 0},
-        std::pair{FaultKey::kAtSite, !f.at_site.empty()}}) {
+        std::pair{FaultKey::kAtSite, !f.at_site.empty()},
+        std::pair{FaultKey::kAtPhase, !f.at_phase.empty()}}) {
     if (given && !kind->Honours(key)) {
       return absl::InvalidArgumentError(
           absl::StrFormat("%s: %s: fault '%s' does not honour this key (%s; stage: %s)", where,
@@ -786,9 +793,39 @@ absl::Status ValidateFault(const Scenario& s, const ParallelLayout& layout, cons
   }
   if (f.at_call >= 0 && PlacedBySite(f)) {
     return absl::InvalidArgumentError(absl::StrFormat(
-        "%s: at_call: fault '%s' is placed by %s too: a fault placed at a layer or site strikes "
-        "the first call there (at_step picks the step); drop at_call or the layer and site",
-        where, f.kind, f.at_layer >= 0 ? "at_layer" : "at_site"));
+        "%s: at_call: fault '%s' is placed by %s too: a fault placed at a layer, site or phase "
+        "strikes the first call there (at_step picks the step); drop at_call or the others",
+        where, f.kind,
+        f.at_layer >= 0      ? "at_layer"
+        : !f.at_site.empty() ? "at_site"
+                             : "at_phase"));
+  }
+  if (!f.at_phase.empty()) {
+    const std::optional<CallPhase> phase = CallPhaseFromName(f.at_phase);
+    if (!phase) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "%s: at_phase: fault '%s' names no phase '%s' (phases: eager, capture, replay)", where,
+          f.kind, f.at_phase));
+    }
+    if (*phase != CallPhase::kEager && s.workload.cuda_graph_tokens.empty()) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "%s: at_phase: fault '%s' is placed at %s but the run captures no CUDA graph: set "
+          "workload.cuda_graph_tokens or drop at_phase",
+          where, f.kind, f.at_phase));
+    }
+    if (kind->stage == FaultStage::kLocalState) {
+      if (*phase != CallPhase::kCapture || f.at_step >= 0) {
+        return absl::InvalidArgumentError(absl::StrFormat(
+            "%s: at_phase: fault '%s' changes the rank's local state from at_step on; only "
+            "at_phase: capture (without at_step) confines it, to the rank's graph captures",
+            where, f.kind));
+      }
+    } else if (*phase == CallPhase::kCapture) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "%s: at_phase: fault '%s' acts on a call as it runs, and nothing runs while a graph is "
+          "captured: place it at eager or replay",
+          where, f.kind));
+    }
   }
   std::vector<std::string_view> param_names;
   for (const FaultParam& p : kind->params) param_names.push_back(p.name);

@@ -62,8 +62,9 @@ enum class FaultKey : uint8_t {
   kAtStep = 2,   // the n-th forward step (0-based)
   kAtLayer = 3,  // the n-th layer of the model (0-based)
   kAtSite = 4,   // a call-site kind (SiteKindName: attn_out, moe, embedding, ...)
+  kAtPhase = 5,  // eager, capture or replay (CallPhaseName; workload.cuda_graph_tokens)
 };
-std::string_view FaultKeyName(FaultKey key);  // "at_call", "at_step", "at_layer", "at_site"
+std::string_view FaultKeyName(FaultKey key);  // "at_call", "at_step", ..., "at_phase"
 
 // One numeric or named parameter of a kind.
 struct FaultParam {

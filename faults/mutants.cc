@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "dispatch/fused_launch.h"
@@ -411,6 +412,32 @@ class GraphCaptureFromLocalState : public DispatchPolicy {
   }
 };
 
+// The CUDA graph a step replays chosen from the rank's own attention-DP
+// group's batch, not the largest group's that every rank gathered: groups
+// of different sizes replay graphs of different sizes, and their collectives
+// over TP carry different shapes (SGLang 0.5.23 pads the largest group's
+// size, decode_cuda_graph_runner.py:871-872, 1624-1626).
+class GraphReplayFromLocalBatch : public DispatchPolicy {
+ public:
+  std::string_view name() const override { return "graph-replay-from-local-batch"; }
+  std::optional<int64_t> GraphReplayTokens(const std::vector<int64_t>& captured, int64_t agreed,
+                                           int64_t mine) const override {
+    return DispatchPolicy::GraphReplayTokens(captured, mine, agreed);
+  }
+};
+
+// ROCm/aiter #3928: the Lamport buffer index and the previous call's size
+// kept in a host-side counter and passed to each launch, so that a captured
+// graph replays the values its capture froze while the counter stands still.
+// Graphs of different sizes, and eager calls between replays, then reuse a
+// buffer out of the rotation: a call reads data an earlier call left there
+// as its own, or clears a buffer its peers are filling.
+class LamportCounterOnHost : public DispatchPolicy {
+ public:
+  std::string_view name() const override { return "lamport-counter-on-host"; }
+  bool LamportStateOnDevice() const override { return false; }
+};
+
 // FlashInfer #3186/#3187 (SGLang #23317 the same class): the autotuner's
 // tactic picked from the rank's own profile timings. A rank whose timings
 // favour another cut-over runs the other algorithm for the messages in
@@ -564,8 +591,8 @@ struct MutantEntry {
   std::unique_ptr<DispatchPolicy> (*make)();
 };
 
-const std::array<MutantEntry, 37>& Entries() {
-  static const std::array<MutantEntry, 37> kEntries = {{
+const std::array<MutantEntry, 39>& Entries() {
+  static const std::array<MutantEntry, 39> kEntries = {{
       {{"swallow-kernel-error", "a failing fused kernel falls back to NCCL on its own rank",
         "SGLang PR #30700 review (try/except fallback)", Verdict::kHang, "kernel_launch_failure"},
        &Make<SwallowKernelError>},
@@ -709,6 +736,18 @@ const std::array<MutantEntry, 37>& Entries() {
         "SGLang PR #30700 review; vLLM #39788 (per-rank custom all-reduce paths in capture)",
         Verdict::kHang, "graph_capture_state"},
        &Make<GraphCaptureFromLocalState>},
+      {{"graph-replay-from-local-batch",
+        "the CUDA graph replayed chosen from the rank's own DP group's batch",
+        "SGLang 0.5.23 decode_cuda_graph_runner.py:871-872, 1624-1626 (the largest DP group's "
+        "size, gathered)",
+        Verdict::kHang, "attention DP with unequal batches and cuda_graph_tokens"},
+       &Make<GraphReplayFromLocalBatch>},
+      {{"lamport-counter-on-host",
+        "the Lamport buffer index kept on the host, frozen into captured graphs",
+        "ROCm/aiter #3928 (a host counter frozen into a CUDA graph); FlashInfer keeps it in "
+        "the workspace's device flags",
+        Verdict::kWrongPeer, "cuda_graph_tokens with the fused path and graphs of several sizes"},
+       &Make<LamportCounterOnHost>},
       {{"custom-flag-without-release",
         "the custom all-reduce's barrier flag stored without a release fence",
         "vLLM #8404, PR #8558 (custom all-reduce flags without release/acquire); vLLM #57059",

@@ -1,6 +1,7 @@
 #include "faults/runner.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -49,7 +50,16 @@ bool FaultFires(const Scenario& scenario, const ParallelLayout& layout,
   if (ranks.empty()) ranks.push_back(layout.world_size() > 1 ? 1 : 0);
   // A site that does not exist is ValidateFault's to name (with a "did you
   // mean").
-  if (PlacedBySite(fault) && (fault.at_site.empty() || SiteKindFromName(fault.at_site))) {
+  // A local-state fault placed at_phase: capture changes state, not a call;
+  // a phase that does not exist, or graphs the run does not capture, are
+  // ValidateFault's to name.
+  const std::optional<CallPhase> phase = CallPhaseFromName(fault.at_phase);
+  const bool phase_checked =
+      fault.at_phase.empty() ||
+      (phase && *phase != CallPhase::kCapture &&
+       (*phase == CallPhase::kEager || !scenario.workload.cuda_graph_tokens.empty()));
+  if (PlacedBySite(fault) && phase_checked &&
+      (fault.at_site.empty() || SiteKindFromName(fault.at_site))) {
     // Each rank it strikes must make a dispatched call there.
     for (int rank : ranks) {
       if (rank < 0 || rank >= layout.world_size()) continue;  // ValidateFault names it
@@ -65,6 +75,7 @@ bool FaultFires(const Scenario& scenario, const ParallelLayout& layout,
       if (fault.at_step >= 0) where.push_back(absl::StrFormat("step %d", fault.at_step));
       if (fault.at_layer >= 0) where.push_back(absl::StrFormat("layer %d", fault.at_layer));
       if (!fault.at_site.empty()) where.push_back(fault.at_site);
+      if (!fault.at_phase.empty()) where.push_back(absl::StrFormat("(%s)", fault.at_phase));
       // The sites the rank does call at that step and layer.
       FaultSpec wider = fault;
       wider.at_site.clear();
@@ -80,8 +91,10 @@ bool FaultFires(const Scenario& scenario, const ParallelLayout& layout,
       *why = absl::StrFormat(
           "%s: rank %d makes no all-reduce at %s under policy %s (%s); the fault would never "
           "fire",
-          !fault.at_site.empty() ? "at_site" : "at_layer", rank, absl::StrJoin(where, " "),
-          policy.name(),
+          !fault.at_site.empty() ? "at_site"
+          : fault.at_layer >= 0  ? "at_layer"
+                                 : "at_phase",
+          rank, absl::StrJoin(where, " "), policy.name(),
           there.empty() ? std::string("nor any other call there")
                         : absl::StrFormat("its call sites there: %s", absl::StrJoin(there, ", ")));
       return false;

@@ -69,6 +69,10 @@ class HwRank : private CallHook {
   const ReplicaConfig& Config() const { return replica_; }
   const RankLocalState& Local() const { return wiring_.local; }
   void Compute(int64_t, int) {}
+  // CUDA graphs are simulated only (RunOnHardware refuses
+  // workload.cuda_graph_tokens), so no graph begins here.
+  void BeginGraph(CallPhase, int64_t) {}
+  void EndGraph() {}
   std::optional<std::vector<int64_t>> AllGatherTokens(int64_t mine);
   std::optional<std::vector<int64_t>> AllGatherValue(int64_t mine, std::string_view what);
   void SetFusedTactic(FusedTactic tactic) { wiring_.tactic = tactic; }

@@ -149,6 +149,12 @@ absl::StatusOr<HwResult> RunOnHardware(const Scenario& input, const HwOptions& o
     return absl::InvalidArgumentError(
         "the hardware runner checks provenance data only (workload.data: provenance)");
   }
+  if (!scenario.workload.cuda_graph_tokens.empty()) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "%s: workload.cuda_graph_tokens: CUDA graph capture and replay are simulated only; the "
+        "hardware runner does not capture graphs yet (drop the key to run every step eagerly)",
+        scenario.path.empty() ? scenario.name : scenario.path));
+  }
   for (const FaultSpec& f : scenario.faults) {
     if (!HwCanInject(f.kind)) {
       return absl::InvalidArgumentError(absl::StrFormat(

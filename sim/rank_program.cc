@@ -8,6 +8,8 @@
 #include <vector>
 
 #include "absl/strings/str_format.h"
+#include "kernels/protocol/one_shot.h"
+#include "kernels/protocol/two_shot.h"
 #include "kernels/protocol/wait_report.h"
 #include "sim/replica/dispatched_call.h"
 #include "sim/replica/workload_program.h"
@@ -16,6 +18,70 @@
 namespace lockstep {
 namespace {
 
+// The fused workspace a decision runs on (null: not the fused kernel).
+SimWorkspace* FusedWorkspace(CommBackend* chosen, const DecisionRecord& record) {
+  if (chosen == nullptr || record.backend != BackendKind::kFused) return nullptr;
+  auto* fused = dynamic_cast<SimFusedBackend*>(chosen);
+  return fused != nullptr ? fused->workspace() : nullptr;
+}
+
+// A policy without LamportStateOnDevice: the host keeps each workspace's
+// Lamport buffer index and previous size in a counter and passes them to
+// every fused launch as arguments. The counter advances at every launch the
+// host makes, eager or captured; a replayed graph passes what its capture
+// froze, and the counter stands still (ROCm/aiter #3928: a host counter
+// frozen into a captured graph). Installed as every coordinator's call hook,
+// so it sees the launch between the decision and the kernel.
+class HostLamportCounters final : public CallHook {
+ public:
+  explicit HostLamportCounters(int rank) : rank_(rank) {}
+
+  // The arguments a capture freezes into the graph for this launch.
+  protocol::LamportState Capture(const SimWorkspace& ws, const DecisionRecord& record) {
+    protocol::LamportState& counter = CounterOf(&ws);
+    const protocol::LamportState frozen = counter;
+    protocol::EndLamportCall(counter, Footprint(ws, record));
+    return frozen;
+  }
+  // The next launch replays these (null: an eager launch).
+  void set_replaying(const protocol::LamportState* frozen) { frozen_ = frozen; }
+
+  absl::Status BeforeExecute(const DecisionRecord& record, CommBackend& chosen) override {
+    SimWorkspace* ws = FusedWorkspace(&chosen, record);
+    if (ws == nullptr) return absl::OkStatus();
+    protocol::LamportState& state = ws->State(ws->MemberOf(rank_));
+    const protocol::LamportState& args = frozen_ != nullptr ? *frozen_ : CounterOf(ws);
+    state.buffer = args.buffer;
+    state.clear_elems = args.clear_elems;
+    if (frozen_ == nullptr) protocol::EndLamportCall(CounterOf(ws), Footprint(*ws, record));
+    return absl::OkStatus();
+  }
+
+ private:
+  struct Counter {
+    const SimWorkspace* workspace;
+    protocol::LamportState state;
+  };
+  protocol::LamportState& CounterOf(const SimWorkspace* ws) {
+    for (Counter& c : counters_) {
+      if (c.workspace == ws) return c.state;
+    }
+    counters_.push_back(Counter{ws, {}});
+    return counters_.back().state;
+  }
+  // What a launch of `record` leaves in its buffer: the next call's clear.
+  static int64_t Footprint(const SimWorkspace& ws, const DecisionRecord& record) {
+    const auto world = static_cast<int32_t>(ws.peers().size());
+    const int64_t elems = record.call.tensor.numel();
+    return record.algorithm == Algorithm::kTwoShot ? protocol::TwoShotFootprint(world, elems)
+                                                   : protocol::OneShotFootprint(world, elems);
+  }
+
+  int rank_;
+  const protocol::LamportState* frozen_ = nullptr;
+  std::vector<Counter> counters_;
+};
+
 // The simulator as the workload's host: simulated tensors, fibers that yield
 // at every communicator call, faults from the run's plan.
 class SimHost {
@@ -23,7 +89,24 @@ class SimHost {
   using Data = SimTensor;
 
   SimHost(SimRun& run, int rank)
-      : run_(run), ctx_(run.ctx), rank_(rank), rt_(run.ranks[static_cast<size_t>(rank)]) {}
+      : run_(run),
+        ctx_(run.ctx),
+        rank_(rank),
+        rt_(run.ranks[static_cast<size_t>(rank)]),
+        counters_(rank) {
+    if (!run_.policy.LamportStateOnDevice()) {
+      for (RankWiring::Group& g : rt_.wiring.groups) {
+        if (g.coordinator != nullptr) g.coordinator->set_call_hook(&counters_);
+      }
+    }
+  }
+  ~SimHost() {
+    for (RankWiring::Group& g : rt_.wiring.groups) {
+      if (g.coordinator != nullptr) g.coordinator->set_call_hook(nullptr);
+    }
+  }
+  SimHost(const SimHost&) = delete;
+  SimHost& operator=(const SimHost&) = delete;
 
   bool Stopped() const { return ctx_.stopped(); }
   void BeginStep(int step) {
@@ -100,9 +183,36 @@ class SimHost {
                               ctx_.hardware.LayerComputeNs(ctx_.scenario.model, tokens, tp) / 2);
   }
 
+  // CUDA graphs (workload.cuda_graph_tokens): a capture decides each call
+  // and keeps the decision; a replay runs the kept decisions in order.
+  void BeginGraph(CallPhase phase, int64_t tokens) {
+    phase_ = phase;
+    if (phase == CallPhase::kCapture) {
+      if (ctx_.faults != nullptr) ctx_.faults->AtCapture(rank_, true, rt_.wiring.local);
+      graphs_.push_back(CapturedGraph{tokens, {}});
+      graph_ = &graphs_.back();
+    } else {
+      graph_ = nullptr;
+      for (CapturedGraph& g : graphs_) {
+        if (g.tokens == tokens) graph_ = &g;
+      }
+    }
+    next_ = 0;
+  }
+  void EndGraph() {
+    if (phase_ == CallPhase::kCapture && ctx_.faults != nullptr) {
+      ctx_.faults->AtCapture(rank_, false, rt_.wiring.local);
+    }
+    phase_ = CallPhase::kEager;
+    graph_ = nullptr;
+  }
+
   SimTensor Input(const SiteRef& at, uint64_t instance, int64_t elems) {
-    const uint8_t flags =
-        ctx_.faults != nullptr ? ctx_.faults->InputFlags(rank_, rt_.NextCall(at)) : uint8_t{0};
+    SiteRef here = at;
+    here.phase = phase_;
+    const uint8_t flags = ctx_.faults != nullptr && phase_ != CallPhase::kCapture
+                              ? ctx_.faults->InputFlags(rank_, rt_.NextCall(here))
+                              : uint8_t{0};
     return MakeInput(ctx_, rank_, instance, elems, flags);
   }
 
@@ -116,11 +226,23 @@ class SimHost {
 
   bool Collective(const SiteRef& site, RowCollective op, GroupRole role,
                   const std::vector<int64_t>& rows, int64_t hidden, SimTensor& data) {
-    ctx_.scheduler.Yield();  // a communicator call is a scheduling point
-    if (ctx_.stopped()) return false;
     const int object = ctx_.layout.ObjectIndex(role);
     const auto* nccl = static_cast<const SimNcclBackend*>(
         rt_.wiring.groups[static_cast<size_t>(object)].nccl.get());
+    if (phase_ == CallPhase::kCapture) {
+      // Recorded into the graph, run at replay: the capture only needs the
+      // result's shape.
+      if (nccl == nullptr) return true;
+      int64_t out = 0;
+      const int member = nccl->comm()->MemberOf(rank_);
+      for (size_t m = 0; m < rows.size(); ++m) {
+        if (op == RowCollective::kAllGather || static_cast<int>(m) == member) out += rows[m];
+      }
+      data = MakeInputRange(ctx_, rank_, 0, out * hidden, 0, 0);
+      return true;
+    }
+    ctx_.scheduler.Yield();  // a communicator call is a scheduling point
+    if (ctx_.stopped()) return false;
     if (nccl == nullptr) return !ctx_.stopped();  // a group of one rank: nothing to do
     SimComm* comm = nccl->comm();
     std::vector<int64_t> counts;
@@ -149,14 +271,21 @@ class SimHost {
 
   bool Check(const SiteRef& site, uint64_t instance, const ExpectedRanks& expected,
              const SimTensor& data) {
+    if (phase_ == CallPhase::kCapture) return true;  // nothing ran
+    SiteRef here = site;
+    here.phase = phase_;
     return run_.checker.Check(ctx_,
-                              ReductionCheck{rank_, site, instance, expected.ranks, expected.key,
+                              ReductionCheck{rank_, here, instance, expected.ranks, expected.key,
                                              data.elems, data.origin},
                               data);
   }
 
-  bool Reduce(const SiteRef& site, GroupRole role, const TensorDesc& desc, SimTensor& data,
+  bool Reduce(const SiteRef& at, GroupRole role, const TensorDesc& desc, SimTensor& data,
               const CallContext& context) {
+    SiteRef site = at;
+    site.phase = phase_;
+    if (phase_ == CallPhase::kCapture) return Capture(site, role, desc, context);
+    if (phase_ == CallPhase::kReplay) return Replay(site, data);
     ctx_.scheduler.Yield();  // a communicator call is a scheduling point
     if (ctx_.stopped()) return false;
     if (ctx_.faults != nullptr && ctx_.faults->KillsRank(rank_, rt_.NextCall(site))) {
@@ -182,10 +311,119 @@ class SimHost {
   }
 
  private:
+  // One call of a captured graph: its decision, frozen.
+  struct GraphCall {
+    int32_t object = 0;
+    SiteRef site;
+    TensorDesc desc;
+    DecisionRecord record;
+    CommBackend* chosen = nullptr;  // null: a group of one rank (nothing runs)
+    // The Lamport launch arguments a host-side counter gave it at capture
+    // (policies without LamportStateOnDevice).
+    std::optional<protocol::LamportState> frozen;
+  };
+  struct CapturedGraph {
+    int64_t tokens = 0;
+    std::vector<GraphCall> calls;
+  };
+  // A capture: decides as the graph-tracing frontend does, records, runs
+  // nothing (decode_cuda_graph_runner.py: the kernels only run at replay).
+  bool Capture(const SiteRef& site, GroupRole role, const TensorDesc& desc,
+               const CallContext& context) {
+    if (ctx_.stopped()) return false;
+    const int object = ctx_.layout.ObjectIndex(role);
+    GroupCoordinator& coordinator = rt_.wiring.coordinator(object);
+    GraphCall call{object, site, desc, {}, nullptr, std::nullopt};
+    CallDesc what;
+    what.tensor = desc;
+    what.context = context;
+    what.context.graph_capture = true;
+    call.chosen = coordinator.Decide(what, call.record);
+    if (call.record.backend != BackendKind::kSkip) {
+      TraceEvent event;
+      event.rank = rank_;
+      event.site = site;
+      event.object = object;
+      event.group = coordinator.group();
+      event.tokens = desc.tokens();
+      event.begin_ns = event.end_ns = ctx_.Clock(rank_);
+      const absl::Status status =
+          call.chosen != nullptr
+              ? absl::OkStatus()
+              : absl::FailedPreconditionError("group '" + coordinator.name() +
+                                              "' has no NCCL backend to end its all-reduce chain");
+      CallOutcome outcome = RecordDispatchedCall(event, call.record, status, ctx_.layout);
+      ctx_.trace.Add(outcome.event);
+      if (outcome.raised) {
+        ctx_.Report(*std::move(outcome.raised));
+        return false;
+      }
+    }
+    if (SimWorkspace* ws = FusedWorkspace(call.chosen, call.record);
+        ws != nullptr && !run_.policy.LamportStateOnDevice()) {
+      call.frozen = counters_.Capture(*ws, call.record);
+    }
+    graph_->calls.push_back(std::move(call));
+    return true;
+  }
+
+  // A replay: the graph's next call, as captured, on this replay's data.
+  bool Replay(const SiteRef& site, SimTensor& data) {
+    ctx_.scheduler.Yield();  // a communicator call is a scheduling point
+    if (ctx_.stopped()) return false;
+    if (graph_ == nullptr || next_ >= graph_->calls.size()) {
+      // The program replays what it captured, call for call; anything else
+      // is lockstep's own error.
+      ctx_.Report(Finding{Verdict::kFailStop,
+                          absl::StrFormat("rank %d at %s: no captured call to replay (internal "
+                                          "error: the capture and the replay differ)",
+                                          rank_, site.ToString()),
+                          {{"rank", rank_}},
+                          rank_,
+                          ctx_.Clock(rank_),
+                          Detector::kBackendRaised});
+      return false;
+    }
+    GraphCall& call = graph_->calls[next_++];
+    if (call.chosen == nullptr) return true;  // a group of one rank
+    if (ctx_.faults != nullptr && ctx_.faults->KillsRank(rank_, rt_.NextCall(site))) {
+      ctx_.scheduler.Kill(rank_);
+      return false;
+    }
+    GroupCoordinator& coordinator = rt_.wiring.coordinator(call.object);
+    Tensor tensor{call.desc, &data};
+    DecisionRecord record = call.record;
+    rt_.BeginCall(call.object, site);
+    TraceEvent event;
+    event.rank = rank_;
+    event.site = site;
+    event.object = call.object;
+    event.group = coordinator.group();
+    event.tokens = call.desc.tokens();
+    event.begin_ns = ctx_.Clock(rank_);
+    counters_.set_replaying(call.frozen ? &*call.frozen : nullptr);
+    const absl::Status status = coordinator.Replay(*call.chosen, tensor, record);
+    counters_.set_replaying(nullptr);
+    event.end_ns = ctx_.Clock(rank_);
+    CallOutcome outcome = RecordDispatchedCall(event, record, status, ctx_.layout);
+    rt_.EndCall(outcome.raised.has_value());
+    ctx_.trace.Add(outcome.event);
+    if (outcome.raised) {
+      ctx_.Report(*std::move(outcome.raised));
+      return false;
+    }
+    return !ctx_.stopped();
+  }
+
   SimRun& run_;
   SimContext& ctx_;
   int rank_;
   RankRuntime& rt_;
+  CallPhase phase_ = CallPhase::kEager;
+  std::vector<CapturedGraph> graphs_;
+  CapturedGraph* graph_ = nullptr;  // the graph being captured or replayed
+  size_t next_ = 0;                 // its next call to replay
+  HostLamportCounters counters_;
 };
 
 }  // namespace

@@ -57,11 +57,17 @@ class CountingHost {
   Data Input(const SiteRef& /*at*/, uint64_t /*instance*/, int64_t /*elems*/) { return {}; }
   Data InputRows(uint64_t, int64_t, int64_t, int64_t, int64_t) { return {}; }
   Data Rows(const Data&, int64_t, int64_t, int64_t) const { return {}; }
+  // Captured calls only decide: they reach no backend until replayed.
+  void BeginGraph(CallPhase phase, int64_t /*tokens*/) { phase_ = phase; }
+  void EndGraph() { phase_ = CallPhase::kEager; }
   // A call reaches a backend (and counts) unless its group has one rank.
   bool Reduce(const SiteRef& site, GroupRole role, const TensorDesc&, Data&, const CallContext&) {
-    if (layout_.GroupSize(layout_.GroupOf(role, rank_)) > 1) {
+    if (phase_ != CallPhase::kCapture && layout_.GroupSize(layout_.GroupOf(role, rank_)) > 1) {
       ++calls_;
-      if (sites_ != nullptr) sites_->push_back(site);
+      if (sites_ != nullptr) {
+        sites_->push_back(site);
+        sites_->back().phase = phase_;
+      }
     }
     return true;
   }
@@ -83,6 +89,7 @@ class CountingHost {
   int rank_;
   RankLocalState local_;
   int step_ = 0;
+  CallPhase phase_ = CallPhase::kEager;
   int64_t calls_ = 0;
   std::vector<SiteRef>* sites_ = nullptr;
 };
@@ -132,7 +139,11 @@ uint64_t MaxCallsPerRank(const Scenario& scenario, const ParallelWidths& widths)
     const auto dense = static_cast<uint64_t>(end - first) - moe;
     most = std::max(most, 3 + 2 * dense + 5 * moe);
   }
-  return SaturatingMul(static_cast<uint64_t>(scenario.workload.steps), most);
+  // Each captured CUDA graph decides a step's calls once more (a decision
+  // and a trace event each, as a call).
+  const uint64_t passes =
+      static_cast<uint64_t>(scenario.workload.steps) + scenario.workload.cuda_graph_tokens.size();
+  return SaturatingMul(passes, most);
 }
 
 }  // namespace lockstep

@@ -29,7 +29,8 @@ std::vector<SiteRef> RankCallSites(const Scenario& scenario, const ParallelLayou
 
 // An upper bound of CountRankCalls over every rank and policy, in O(pp):
 // steps * (embedding and draft projection, two calls per dense layer and four
-// per MoE layer of the busiest pipeline stage). Saturates instead of wrapping.
+// per MoE layer of the busiest pipeline stage), with each captured CUDA graph's
+// pass counted as a step. Saturates instead of wrapping.
 uint64_t MaxCallsPerRank(const Scenario& scenario, const ParallelWidths& widths);
 
 }  // namespace lockstep

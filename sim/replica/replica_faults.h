@@ -54,6 +54,10 @@ class ReplicaFaults {
   // --- Step boundaries. ---
   // Rank-local state that changes from `step` on.
   virtual void AtStepStart(int /*rank*/, int /*step*/, RankLocalState& /*state*/) {}
+  // Rank-local state while the rank captures a CUDA graph (`capturing`:
+  // the capture begins; else it ends): faults placed at_phase: capture
+  // change it for the capture only, and its end restores it.
+  virtual void AtCapture(int /*rank*/, bool /*capturing*/, RankLocalState& /*state*/) {}
   // The delays (µs) a straggler adds to `rank`'s `step`, one per fault.
   virtual std::vector<int64_t> StragglerDelaysUs(int /*rank*/, int /*step*/) const { return {}; }
 

@@ -44,9 +44,31 @@ std::optional<SiteKind> SiteKindFromName(std::string_view name) {
   return std::nullopt;
 }
 
+std::string_view CallPhaseName(CallPhase phase) {
+  switch (phase) {
+    case CallPhase::kEager:
+      return "eager";
+    case CallPhase::kCapture:
+      return "capture";
+    case CallPhase::kReplay:
+      return "replay";
+  }
+  return "?";
+}
+
+std::optional<CallPhase> CallPhaseFromName(std::string_view name) {
+  for (CallPhase p : {CallPhase::kEager, CallPhase::kCapture, CallPhase::kReplay}) {
+    if (CallPhaseName(p) == name) return p;
+  }
+  return std::nullopt;
+}
+
 std::string SiteRef::ToString() const {
-  if (layer < 0) return absl::StrFormat("step %d %s", step, SiteKindName(kind));
-  return absl::StrFormat("step %d layer %d %s", step, layer, SiteKindName(kind));
+  std::string s = layer < 0
+                      ? absl::StrFormat("step %d %s", step, SiteKindName(kind))
+                      : absl::StrFormat("step %d layer %d %s", step, layer, SiteKindName(kind));
+  if (phase != CallPhase::kEager) s += absl::StrFormat(" (%s)", CallPhaseName(phase));
+  return s;
 }
 
 }  // namespace lockstep

@@ -27,6 +27,18 @@ enum class SiteKind : uint8_t {
 
 inline constexpr int kNumSiteKinds = 12;
 
+// How a call runs (workload.cuda_graph_tokens; docs/FAULTS.md, "CUDA graphs"):
+// eagerly; recorded into a CUDA graph at start-up, where its decision is
+// taken and frozen but nothing runs; or replayed from a graph, which runs the
+// frozen decision again without deciding.
+enum class CallPhase : uint8_t {
+  kEager = 0,
+  kCapture = 1,
+  kReplay = 2,
+};
+std::string_view CallPhaseName(CallPhase phase);  // "eager", "capture", "replay"
+std::optional<CallPhase> CallPhaseFromName(std::string_view name);
+
 std::string_view SiteKindName(SiteKind kind);
 // The kind SiteKindName names `name`; nullopt if none.
 std::optional<SiteKind> SiteKindFromName(std::string_view name);
@@ -37,8 +49,10 @@ struct SiteRef {
   int32_t layer = -1;
   SiteKind kind = SiteKind::kAttnOut;
   uint8_t part = 0;  // which reduction of a multi-group plan
+  CallPhase phase = CallPhase::kEager;
 
-  // "step 0 layer 3 moe" style.
+  // "step 0 layer 3 moe" style; "(capture)" or "(replay)" appended for a
+  // graph's call. A capture runs before step 0 and is numbered step -1.
   std::string ToString() const;
   // The identity of this site's contributions, the same on every rank.
   uint64_t Instance() const {

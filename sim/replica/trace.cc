@@ -21,6 +21,13 @@ void Trace::Add(const TraceEvent& e) {
     hash_ = (hash_ ^ word) * 0x100000001b3ull;
     hash_ ^= hash_ >> 29;
   }
+  // A graph's call is hashed with its phase; an eager call's hash is what it
+  // was before graphs existed.
+  if (e.site.phase != CallPhase::kEager) {
+    hash_ =
+        (hash_ ^ (0x9e3779b97f4a7c15ull + static_cast<uint64_t>(e.site.phase))) * 0x100000001b3ull;
+    hash_ ^= hash_ >> 29;
+  }
   ++count_;
   if (keep_) events_.push_back(e);
 }

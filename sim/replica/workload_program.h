@@ -40,6 +40,10 @@
 //   bool Check(const SiteRef&, uint64_t instance, const ExpectedRanks&, const Data&);
 //   const DispatchPolicy& Policy();  const RankLocalState& Local();
 //   const ReplicaConfig& Config();
+//   // The calls until EndGraph are captured into (kCapture) or replayed from
+//   // (kReplay) the CUDA graph of `tokens` (workload.cuda_graph_tokens);
+//   // the host stamps each call's site with the phase.
+//   void BeginGraph(CallPhase phase, int64_t tokens);  void EndGraph();
 
 #ifndef LOCKSTEP_SIM_REPLICA_WORKLOAD_PROGRAM_H_
 #define LOCKSTEP_SIM_REPLICA_WORKLOAD_PROGRAM_H_
@@ -118,6 +122,7 @@ class WorkloadProgram {
 
   void Run() {
     if (!Autotune()) return;
+    if (!CaptureGraphs()) return;
     for (int step = 0; step < scenario_.workload.steps && !host_.Stopped(); ++step) {
       host_.BeginStep(step);
       if (!Step(step)) return;
@@ -174,6 +179,23 @@ class WorkloadProgram {
     }
     host_.SetFusedTactic(policy.ChooseTactic(timings, mine));
     return true;
+  }
+
+  // CUDA graphs (workload.cuda_graph_tokens): after the tuner, one forward
+  // pass per captured batch size, largest first, each recorded into its
+  // graph (decode_cuda_graph_runner.py:1326 @ 0.5.23). A capture exchanges
+  // nothing: under attention DP every group's count is the graph's size.
+  // It is numbered step -1.
+  bool CaptureGraphs() {
+    const std::vector<int64_t>& sizes = scenario_.workload.cuda_graph_tokens;
+    for (auto it = sizes.rbegin(); it != sizes.rend() && !host_.Stopped(); ++it) {
+      host_.BeginGraph(CallPhase::kCapture, *it);
+      std::vector<int64_t> counts;
+      if (w_.DpAttention()) counts.assign(static_cast<size_t>(w_.tp), *it);
+      if (!Forward(kCaptureStep, *it, counts)) return false;
+      host_.EndGraph();
+    }
+    return !host_.Stopped();
   }
 
   int64_t Cycle(const std::vector<int64_t>& v, int step) const {
@@ -388,28 +410,57 @@ class WorkloadProgram {
     return now >= deadline ? 1 : 0;
   }
 
+  // One step: its batch agreed (attention DP's token all-gather), then the
+  // forward pass, replayed from a captured graph when the policy picks one,
+  // then the draft step.
   bool Step(int step) {
     const std::optional<int64_t> timed_out = TimedOutRequests();
     if (!timed_out) return false;
-    const int64_t t_dp =
+    int64_t t_dp =
         std::max<int64_t>(1, DpTokens(step, attn_dp_index_) + host_.TokenSkew() - *timed_out);
+    // Attention DP: the MoE runs on the tokens of every attention-DP group;
+    // the counts are agreed by an all-gather over TP.
+    std::vector<int64_t> counts;
+    if (w_.DpAttention()) {
+      std::optional<std::vector<int64_t>> gathered = host_.AllGatherTokens(t_dp);
+      if (!gathered) return false;
+      counts = *std::move(gathered);
+    }
+    const int64_t batch = t_dp;
+    std::optional<int64_t> graph;
+    if (!scenario_.workload.cuda_graph_tokens.empty()) {
+      const int64_t agreed =
+          counts.empty() ? t_dp : *std::max_element(counts.begin(), counts.end());
+      graph = host_.Policy().GraphReplayTokens(scenario_.workload.cuda_graph_tokens, agreed, t_dp);
+    }
+    if (graph) {
+      // The graph runs at its size: every group's batch padded to it.
+      t_dp = *graph;
+      std::fill(counts.begin(), counts.end(), *graph);
+      host_.BeginGraph(CallPhase::kReplay, *graph);
+    }
+    if (!Forward(step, t_dp, counts)) return false;
+    if (graph) host_.EndGraph();
+    return Draft(step, batch);
+  }
+
+  // The model's forward pass over a batch of `t_dp` tokens per attention-DP
+  // group (`counts`: every TP member's group's count, under attention DP).
+  bool Forward(int step, int64_t t_dp, const std::vector<int64_t>& counts) {
     int64_t t_moe = t_dp;
     const int last_stage = w_.pp - 1;
     const DispatchPolicy& policy = host_.Policy();
     const ReplicaConfig& config = host_.Config();
 
-    // Attention DP: the MoE runs on the tokens of every attention-DP group;
-    // the counts are agreed by an all-gather over TP, and the policy lays
-    // the rows out.
+    // Attention DP: the policy lays the gathered rows out.
     dp_ = DpBatchPlan{};
     dp_.gather = false;
     if (w_.DpAttention()) {
-      const std::optional<std::vector<int64_t>> counts = host_.AllGatherTokens(t_dp);
-      if (!counts) return false;
+      const std::vector<int64_t>* gathered = &counts;
       DpBatch batch;
       for (int g = 0; g < w_.attn_dp; ++g) {
         const size_t at = static_cast<size_t>(g * w_.attn_cp * w_.attn_tp);
-        batch.tokens.push_back(at < counts->size() ? (*counts)[at] : counts->back());
+        batch.tokens.push_back(at < gathered->size() ? (*gathered)[at] : gathered->back());
       }
       batch.extend = scenario_.workload.extend;
       batch.speculative = scenario_.workload.speculative;
@@ -561,21 +612,29 @@ class WorkloadProgram {
       }
     }
 
-    if (stage_ == last_stage) {
-      const WorkloadSpec& wl = scenario_.workload;
-      const DraftStep draft{wl.prompt_len + step, wl.draft_tokens, wl.max_model_len};
-      if (wl.speculative && scenario_.model.draft_projection &&
-          !policy.SkipDraft(draft, host_.Local())) {
-        const GroupRole role = policy.DraftProjectionGroup(*scenario_.model.draft_projection);
-        if (!Site({step, -1, SiteKind::kDraftProjection}, role, attn_desc, attn_group_)) {
-          return false;
-        }
+    if (stage_ != last_stage) host_.SendActivation(rank_ + w_.tp, t_dp * Hidden());
+    return true;
+  }
+
+  // The speculative draft step after the forward pass (outside the target
+  // model's graph: eager here).
+  bool Draft(int step, int64_t t_dp) {
+    if (stage_ != w_.pp - 1) return true;
+    const WorkloadSpec& wl = scenario_.workload;
+    const DispatchPolicy& policy = host_.Policy();
+    const DraftStep draft{wl.prompt_len + step, wl.draft_tokens, wl.max_model_len};
+    if (wl.speculative && scenario_.model.draft_projection &&
+        !policy.SkipDraft(draft, host_.Local())) {
+      const GroupRole role = policy.DraftProjectionGroup(*scenario_.model.draft_projection);
+      if (!Site({step, -1, SiteKind::kDraftProjection}, role,
+                TensorDesc::Matrix(t_dp, Hidden(), Dtype()), attn_group_)) {
+        return false;
       }
-    } else {
-      host_.SendActivation(rank_ + w_.tp, t_dp * Hidden());
     }
     return true;
   }
+
+  static constexpr int kCaptureStep = -1;
 
   Host& host_;
   const Scenario& scenario_;

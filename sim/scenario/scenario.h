@@ -111,6 +111,11 @@ struct WorkloadSpec {
   // group's batch carries one token fewer (docs/FAULTS.md, "Time-based
   // decisions").
   int64_t abort_after_us = 0;
+  // Decode batch sizes (tokens per attention-DP group) captured as CUDA
+  // graphs at start-up, ascending; empty: every step runs eagerly. A step
+  // whose agreed batch fits a captured size replays that graph, padded to it
+  // (docs/FAULTS.md, "CUDA graphs").
+  std::vector<int64_t> cuda_graph_tokens;
 };
 
 // One injected fault (kinds and parameters: faults/, docs/FAULTS.md).
@@ -121,6 +126,7 @@ struct FaultSpec {
   int64_t at_step = -1;
   int64_t at_layer = -1;  // the n-th layer of the model (0-based), -1: any
   std::string at_site;    // a call-site kind (SiteKindName: "moe"), "": any
+  std::string at_phase;   // "eager", "capture" or "replay" (CallPhaseName), "": any
   std::map<std::string, std::string> params;
   int line = 0;  // where it was declared
 };

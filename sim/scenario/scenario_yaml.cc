@@ -473,9 +473,10 @@ absl::Status ParseTokenList(const Reader& r, const YAML::Node& n, const std::str
 
 absl::Status ParseWorkload(const Reader& r, const YAML::Node& n, WorkloadSpec* w) {
   static constexpr std::string_view kKeys[] = {
-      "steps",         "tokens",     "dp_tokens",    "layers",        "embedding",
-      "speculative",   "extend",     "data",         "ftz",           "autotune",
-      "max_model_len", "prompt_len", "draft_tokens", "abort_after_us"};
+      "steps",        "tokens",         "dp_tokens",        "layers",
+      "embedding",    "speculative",    "extend",           "data",
+      "ftz",          "autotune",       "max_model_len",    "prompt_len",
+      "draft_tokens", "abort_after_us", "cuda_graph_tokens"};
   LS_RETURN_IF_ERROR(r.CheckKeys(n, "workload", kKeys));
   LS_RETURN_IF_ERROR(r.Int(n, "workload", "steps", &w->steps, 1, 1000000));
   LS_RETURN_IF_ERROR(r.Int(n, "workload", "layers", &w->layers, 1, 10000));
@@ -498,6 +499,23 @@ absl::Status ParseWorkload(const Reader& r, const YAML::Node& n, WorkloadSpec* w
   }
   if (n["tokens"])
     LS_RETURN_IF_ERROR(ParseTokenList(r, n["tokens"], "workload.tokens", &w->tokens));
+  if (const YAML::Node g = n["cuda_graph_tokens"]) {
+    LS_RETURN_IF_ERROR(ParseTokenList(r, g, "workload.cuda_graph_tokens", &w->cuda_graph_tokens));
+    constexpr size_t kMaxGraphs = 64;
+    if (w->cuda_graph_tokens.size() > kMaxGraphs) {
+      return r.Error(g, "workload.cuda_graph_tokens",
+                     absl::StrFormat("%d graph sizes; at most %d are captured (SGLang captures "
+                                     "a few dozen)",
+                                     w->cuda_graph_tokens.size(), kMaxGraphs));
+    }
+    for (size_t i = 1; i < w->cuda_graph_tokens.size(); ++i) {
+      if (w->cuda_graph_tokens[i] <= w->cuda_graph_tokens[i - 1]) {
+        return r.Error(g, "workload.cuda_graph_tokens",
+                       "list the captured batch sizes once each, ascending (as "
+                       "--cuda-graph-bs does)");
+      }
+    }
+  }
   if (const YAML::Node dp = n["dp_tokens"]) {
     if (!dp.IsSequence() || dp.size() == 0) {
       return r.Error(dp, "workload.dp_tokens", "expected a list with one token list per DP group");
@@ -594,6 +612,12 @@ absl::Status ParseFaults(const Reader& r, const YAML::Node& n, int world,
         }
         LS_RETURN_IF_ERROR(r.Utf8(kv.second, path));
         spec.at_site = kv.second.Scalar();
+      } else if (k == "at_phase") {
+        if (!kv.second.IsScalar()) {
+          return r.Error(kv.second, path, "expected eager, capture or replay");
+        }
+        LS_RETURN_IF_ERROR(r.Utf8(kv.second, path));
+        spec.at_phase = kv.second.Scalar();
       } else {
         if (!kv.second.IsScalar()) return r.Error(kv.second, path, "expected a scalar parameter");
         LS_RETURN_IF_ERROR(r.Utf8(kv.second, path));
@@ -667,6 +691,19 @@ absl::StatusOr<Scenario> ParseScenario(std::string_view text, const std::string&
                    "request timeouts are modelled for one pipeline stage (later stages take "
                    "their batch from the first stage's scheduler, which lockstep does not "
                    "model yet): use pp: 1 or drop it");
+  }
+  if (!s.workload.cuda_graph_tokens.empty()) {
+    const YAML::Node at = n["workload"]["cuda_graph_tokens"];
+    if (s.workload.extend) {
+      return r.Error(at, "workload.cuda_graph_tokens",
+                     "CUDA graphs are captured for decode batches (SGLang's "
+                     "cuda_graph_runner); an extend workload runs eagerly: drop one of them");
+    }
+    if (s.parallel.pp > 1) {
+      return r.Error(at, "workload.cuda_graph_tokens",
+                     "CUDA graphs are modelled for one pipeline stage (each stage's graph and "
+                     "its activation hand-off are not modelled yet): use pp: 1 or drop it");
+    }
   }
   if (!s.workload.dp_tokens.empty()) {
     // Per-group token counts mean attention-DP groups: one list per group.
@@ -824,6 +861,9 @@ std::string ScenarioToYaml(const Scenario& s) {
   if (w.abort_after_us > 0) {
     out << YAML::Key << "abort_after_us" << YAML::Value << w.abort_after_us;
   }
+  if (!w.cuda_graph_tokens.empty()) {
+    out << YAML::Key << "cuda_graph_tokens" << YAML::Value << YAML::Flow << w.cuda_graph_tokens;
+  }
   if (w.speculative) {
     if (w.max_model_len > 0) out << YAML::Key << "max_model_len" << YAML::Value << w.max_model_len;
     if (w.prompt_len > 0) out << YAML::Key << "prompt_len" << YAML::Value << w.prompt_len;
@@ -843,6 +883,7 @@ std::string ScenarioToYaml(const Scenario& s) {
       if (f.at_step >= 0) out << YAML::Key << "at_step" << YAML::Value << f.at_step;
       if (f.at_layer >= 0) out << YAML::Key << "at_layer" << YAML::Value << f.at_layer;
       if (!f.at_site.empty()) out << YAML::Key << "at_site" << YAML::Value << f.at_site;
+      if (!f.at_phase.empty()) out << YAML::Key << "at_phase" << YAML::Value << f.at_phase;
       for (const auto& [k, v] : f.params) out << YAML::Key << k << YAML::Value << v;
       out << YAML::EndMap;
     }

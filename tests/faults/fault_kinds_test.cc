@@ -24,6 +24,7 @@
 namespace lockstep::faults {
 namespace {
 
+using ::testing::AllOf;
 using ::testing::HasSubstr;
 
 std::string Topologies() { return LOCKSTEP_SOURCE_DIR "/topologies"; }
@@ -31,35 +32,35 @@ std::string Topologies() { return LOCKSTEP_SOURCE_DIR "/topologies"; }
 // Every key each kind honours, written out: a change to the table shows here.
 TEST(FaultKindsTest, EveryKindHonoursExactlyTheseKeys) {
   const std::map<std::string, std::vector<std::string>> expected = {
-      {"workspace_initialized_view", {"at_step"}},
-      {"capacity_view", {"at_step", "max_tokens"}},
-      {"dtype_seen", {"at_step", "dtype"}},
-      {"token_count_view", {"at_step", "delta"}},
-      {"contiguity_view", {"at_step"}},
-      {"backend_flag", {"at_step"}},
+      {"workspace_initialized_view", {"at_step", "at_phase"}},
+      {"capacity_view", {"at_step", "at_phase", "max_tokens"}},
+      {"dtype_seen", {"at_step", "at_phase", "dtype"}},
+      {"token_count_view", {"at_step", "at_phase", "delta"}},
+      {"contiguity_view", {"at_step", "at_phase"}},
+      {"backend_flag", {"at_step", "at_phase"}},
       {"library_unavailable", {}},
-      {"tracing_state", {"at_step"}},
-      {"graph_capture_state", {"at_step"}},
+      {"tracing_state", {"at_step", "at_phase"}},
+      {"graph_capture_state", {"at_step", "at_phase"}},
       {"workspace_bound_to_other_peers", {"workspace"}},
       {"stale_workspace_binding", {"workspace"}},
       {"both_moe_groups_tagged", {}},
       {"tp_group_tagged", {}},
-      {"kernel_launch_failure", {"at_call", "at_step", "at_layer", "at_site"}},
-      {"illegal_address", {"at_call", "at_step", "at_layer", "at_site"}},
-      {"rank_killed", {"at_call", "at_step", "at_layer", "at_site"}},
+      {"kernel_launch_failure", {"at_call", "at_step", "at_layer", "at_site", "at_phase"}},
+      {"illegal_address", {"at_call", "at_step", "at_layer", "at_site", "at_phase"}},
+      {"rank_killed", {"at_call", "at_step", "at_layer", "at_site", "at_phase"}},
       {"straggler", {"at_step", "delay_us"}},
       {"lost_write", {"epoch"}},
       {"late_write", {"steps"}},
       {"uncleared_buffer", {"epoch"}},
-      {"negative_zero_inputs", {"at_call", "at_step", "at_layer", "at_site"}},
-      {"negative_subnormal_inputs", {"at_call", "at_step", "at_layer", "at_site"}},
-      {"sm_count_divergence", {"at_step", "sm_count"}},
-      {"fp32_acc_env", {"at_step"}},
+      {"negative_zero_inputs", {"at_call", "at_step", "at_layer", "at_site", "at_phase"}},
+      {"negative_subnormal_inputs", {"at_call", "at_step", "at_layer", "at_site", "at_phase"}},
+      {"sm_count_divergence", {"at_step", "at_phase", "sm_count"}},
+      {"fp32_acc_env", {"at_step", "at_phase"}},
       {"workspace_alloc_failure", {}},
       {"tuner_timing_skew", {"favour"}},
       {"warm_tuner_cache", {"tactic"}},
-      {"seq_len_view", {"at_step", "delta"}},
-      {"clock_skew", {"at_step", "skew_us"}},
+      {"seq_len_view", {"at_step", "at_phase", "delta"}},
+      {"clock_skew", {"at_step", "at_phase", "skew_us"}},
   };
   ASSERT_EQ(AllFaultKinds().size(), expected.size());
   for (const FaultKindInfo& kind : AllFaultKinds()) {
@@ -142,6 +143,66 @@ TEST(FaultKindsTest, AnUnhonouredKeyExitsTwoNamingTheKeyAndTheLine) {
   EXPECT_THAT(err, HasSubstr("fault 'warm_tuner_cache' does not apply to this scenario"));
 }
 
+// Phase placement (workload.cuda_graph_tokens): a call or input fault at
+// eager or replay calls, a local-state fault during the capture only; the
+// others, and any phase without graphs, are refused with the key.
+TEST(FaultKindsTest, PhasePlacementIsRefusedWhereItCannotFire) {
+  std::string err;
+  EXPECT_EQ(RunSim("{kind: kernel_launch_failure, ranks: [1], at_phase: replay}", &err),
+            cli::kExitUsage);
+  EXPECT_THAT(err, HasSubstr(":8: faults: at_phase: fault 'kernel_launch_failure' is placed at "
+                             "replay but the run captures no CUDA graph"));
+  EXPECT_EQ(RunSim("{kind: kernel_launch_failure, ranks: [1], at_phase: replya}", &err),
+            cli::kExitUsage);
+  EXPECT_THAT(err, HasSubstr("names no phase 'replya' (phases: eager, capture, replay)"));
+  EXPECT_EQ(RunSim("{kind: lost_write, ranks: [1], at_phase: eager}", &err), cli::kExitUsage);
+  EXPECT_THAT(err, HasSubstr("at_phase: fault 'lost_write' does not honour this key"));
+}
+
+TEST(FaultKindsTest, PhasePlacementWithGraphs) {
+  const std::string dir = lockstep::testing::ScratchDir();
+  auto run = [&](const std::string& fault, std::string* err) {
+    const std::string path = dir + "/fault_phase-" + std::to_string(getpid()) + ".yaml";
+    {
+      std::ofstream out(path);
+      out << "version: 1\nname: fault-phase\nhardware: h200x8\nparallel: {tp: 4}\n"
+             "model: llama-3-70b\ndispatch: {fused_backend: true, max_tokens: 256}\n"
+             "workload: {steps: 2, tokens: [64, 3], layers: 2, cuda_graph_tokens: [1, 4]}\n"
+             "faults:\n  - "
+          << fault << "\n";
+    }
+    std::ostringstream o, e;
+    const std::vector<std::string> argv = {"lockstep", "sim", path};
+    const int code = cli::Main(argv, o, e);
+    *err = e.str() + o.str();
+    std::filesystem::remove(path);
+    return code;
+  };
+  std::string err;
+  EXPECT_EQ(run("{kind: kernel_launch_failure, ranks: [1], at_phase: capture}", &err),
+            cli::kExitUsage);
+  EXPECT_THAT(err, HasSubstr("at_phase: fault 'kernel_launch_failure' acts on a call as it "
+                             "runs, and nothing runs while a graph is captured"));
+  EXPECT_EQ(run("{kind: dtype_seen, ranks: [1], dtype: fp32, at_phase: replay}", &err),
+            cli::kExitUsage);
+  EXPECT_THAT(err, HasSubstr("only at_phase: capture (without at_step) confines it"));
+  EXPECT_EQ(run("{kind: dtype_seen, ranks: [1], dtype: fp32, at_phase: capture, at_step: 1}", &err),
+            cli::kExitUsage);
+  EXPECT_THAT(err, HasSubstr("only at_phase: capture (without at_step) confines it"));
+  // Step 0 (64 tokens) runs eagerly: nothing replays there.
+  EXPECT_EQ(run("{kind: kernel_launch_failure, ranks: [1], at_step: 0, at_phase: replay}", &err),
+            cli::kExitUsage);
+  EXPECT_THAT(err, HasSubstr("at_phase: rank 1 makes no all-reduce at step 0 (replay)"));
+  // Placed where it can fire, it fires there (and the reference stops the job).
+  EXPECT_EQ(run("{kind: kernel_launch_failure, ranks: [1], at_step: 1, at_phase: replay}", &err),
+            cli::kExitOk)
+      << err;
+  EXPECT_THAT(err, AllOf(HasSubstr("fail_stop"), HasSubstr("step 1 "), HasSubstr("(replay)")));
+  EXPECT_EQ(run("{kind: dtype_seen, ranks: [1], dtype: fp32, at_phase: capture}", &err),
+            cli::kExitOk)
+      << err;
+}
+
 // Layer and site placement: honoured by call and input faults only; a typo,
 // a layer past the model's, at_call beside them, or a place the rank never
 // calls is refused with the key before anything runs.
@@ -151,7 +212,8 @@ TEST(FaultKindsTest, LayerAndSitePlacementIsRefusedWhereItCannotFire) {
   EXPECT_THAT(err, HasSubstr(":8: faults: at_site: fault 'lost_write' does not honour this key"));
   EXPECT_EQ(RunSim("{kind: capacity_view, ranks: [1], at_layer: 1}", &err), cli::kExitUsage);
   EXPECT_THAT(err, HasSubstr("at_layer: fault 'capacity_view' does not honour this key"));
-  EXPECT_THAT(err, HasSubstr("(it takes: ranks, at_step, max_tokens; stage: local state)"));
+  EXPECT_THAT(err,
+              HasSubstr("(it takes: ranks, at_step, at_phase, max_tokens; stage: local state)"));
   EXPECT_EQ(RunSim("{kind: straggler, ranks: [1], at_site: attn_out}", &err), cli::kExitUsage);
   EXPECT_THAT(err, HasSubstr("at_site: fault 'straggler' does not honour this key"));
   EXPECT_EQ(RunSim("{kind: kernel_launch_failure, ranks: [1], at_site: atn_out}", &err),

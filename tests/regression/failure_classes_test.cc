@@ -4,6 +4,9 @@
 // that the mutant reproducing the bug turns the same scenario into its
 // silent failure, explained.
 
+#include <vector>
+
+#include "absl/strings/str_format.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/regression/regression_util.h"
@@ -98,6 +101,95 @@ TEST(LamportSafeguards, ABoundedWaitEndsTheCallOnADeadPeer_FlashInfer3053) {
   ASSERT_TRUE(caught.has_value());
   EXPECT_TRUE(caught->result.details["would_fire"].is_null());
   EXPECT_FALSE(caught->result.details["unbounded_waits"].empty());
+}
+
+// --- CUDA graphs (workload.cuda_graph_tokens): decisions taken at capture, ---
+// --- replayed without deciding, at the size of the agreed batch. ------------
+
+// The calls of one rank in the run's trace, by phase.
+std::vector<TraceEvent> EventsOf(const SimResult& r, int rank, CallPhase phase) {
+  std::vector<TraceEvent> out;
+  for (const TraceEvent& e : r.trace_events) {
+    if (e.rank == rank && e.site.phase == phase) out.push_back(e);
+  }
+  return out;
+}
+
+TEST(CudaGraphs, EachStepReplaysTheSmallestGraphThatHoldsItsBatch) {
+  ExpectReferenceHolds("tp8-cuda-graphs-llama3-h200");
+  absl::StatusOr<Scenario> s = LoadCatalogueScenario("tp8-cuda-graphs-llama3-h200");
+  ASSERT_TRUE(s.ok()) << s.status();
+  absl::StatusOr<SimResult> r = RunScenario(*s, "reference", 1, /*keep_trace=*/true);
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_EQ(r->verdict, Verdict::kClean) << r->summary;
+  // Captured largest first, before step 0, each graph once: its calls are
+  // decided (on the trace) but run nothing.
+  const std::vector<TraceEvent> captured = EventsOf(*r, 0, CallPhase::kCapture);
+  ASSERT_FALSE(captured.empty());
+  EXPECT_EQ(captured.front().tokens, 16);
+  EXPECT_EQ(captured.back().tokens, 1);
+  for (const TraceEvent& e : captured) {
+    EXPECT_EQ(e.site.step, -1);
+    EXPECT_EQ(e.begin_ns, e.end_ns);
+  }
+  // Batches 3, 16, 1, 64, 5, 2, 12: graphs 4, 16, 1, eager, 8, 2, 16.
+  const std::vector<int64_t> graph_of_step = {4, 16, 1, 0, 8, 2, 16};
+  const size_t calls_per_graph = captured.size() / 5;
+  for (int step = 0; step < 7; ++step) {
+    SCOPED_TRACE(absl::StrFormat("step %d", step));
+    const int64_t graph = graph_of_step[static_cast<size_t>(step)];
+    size_t replayed = 0, eager = 0;
+    for (const TraceEvent& e : r->trace_events) {
+      if (e.rank != 0 || e.site.step != step) continue;
+      if (e.site.phase == CallPhase::kReplay) {
+        ++replayed;
+        EXPECT_EQ(e.tokens, graph);
+      } else if (e.site.phase == CallPhase::kEager) {
+        ++eager;
+        EXPECT_EQ(e.tokens, 64);
+      }
+    }
+    EXPECT_EQ(replayed, graph > 0 ? calls_per_graph : 0u);
+    EXPECT_EQ(eager, graph > 0 ? 0u : calls_per_graph);
+  }
+}
+
+TEST(CudaGraphs, LamportBufferIndexIsReadOnTheDeviceAtReplay_AiterPr3928) {
+  // A host-side counter frozen into each graph at capture: replays of graphs
+  // of different sizes, and the eager batch between them, reuse Lamport
+  // buffers out of the rotation: a replayed call reads what an earlier call
+  // left in its buffer as its peers' pushes.
+  ExpectMutantCaught("tp8-cuda-graphs-llama3-h200", "lamport-counter-on-host", Verdict::kWrongPeer,
+                     AllOf(HasSubstr("(replay)"), HasSubstr("stale ranks")));
+}
+
+TEST(CudaGraphs, EveryRankReplaysTheGraphOfTheLargestDpBatch_SGLangDecodeGraphPadding) {
+  ExpectReferenceHolds("dpattn-dp2-cuda-graphs-deepseek-v3-h200");
+  // DP groups of 3 and 7 tokens: graph 4 on one group's ranks, 8 on the
+  // other's, and their collectives over TP carry different shapes.
+  ExpectMutantCaught("dpattn-dp2-cuda-graphs-deepseek-v3-h200", "graph-replay-from-local-batch",
+                     Verdict::kHang,
+                     AllOf(HasSubstr("first divergent decision"), HasSubstr("dp_gather (replay)")));
+}
+
+TEST(CudaGraphs, ADecisionTakenAtCaptureIsReplayedAtEveryStep) {
+  // Rank 2's cache is wrong only while it captures: the reference never
+  // reads it; a policy that does freezes its divergent decision into the
+  // graph, and every replay runs it.
+  ExpectReferenceHolds("faults/tp8-graph-captured-dtype-seen");
+  ExpectMutantCaught("faults/tp8-graph-captured-dtype-seen", "dtype-from-local-cache",
+                     Verdict::kHang, AllOf(HasSubstr("rank 2"), HasSubstr("(replay)")));
+}
+
+TEST(CudaGraphs, AFaultPlacedAtReplayFiresAtAReplayedCall) {
+  ExpectReferenceHolds("faults/tp8-replay-kernel-launch-failure");
+  absl::StatusOr<Scenario> s = LoadCatalogueScenario("faults/tp8-replay-kernel-launch-failure");
+  ASSERT_TRUE(s.ok()) << s.status();
+  absl::StatusOr<SimResult> r = RunScenario(*s, "reference", 1);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->verdict, Verdict::kFailStop);
+  EXPECT_THAT(r->summary,
+              AllOf(HasSubstr("rank 3 raised"), HasSubstr("step 1 "), HasSubstr("(replay)")));
 }
 
 }  // namespace

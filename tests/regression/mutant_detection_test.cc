@@ -112,6 +112,10 @@ const std::map<std::string, std::vector<std::string>>& Targets() {
         "faults/tp8-ep8-b200-library-unavailable"}},
       // Stores land out of order only under relaxed memory.
       {"custom-flag-without-release", {"tp8-relaxed-memory-llama3-h200"}},
+      // CUDA graphs: the replayed graph chosen from the agreed batch; the
+      // Lamport buffer index read on the device at replay.
+      {"graph-replay-from-local-batch", {"dpattn-dp2-cuda-graphs-deepseek-v3-h200"}},
+      {"lamport-counter-on-host", {"tp8-cuda-graphs-llama3-h200"}},
   };
   return *kTargets;
 }

@@ -161,6 +161,30 @@ TEST(ScenarioYamlTest, RequestTimeoutsAreForOnePipelineStage) {
   EXPECT_EQ(back->workload.abort_after_us, 10);
 }
 
+TEST(ScenarioYamlTest, CudaGraphSizesAreAscendingDecodeSizesOfOneStage) {
+  const std::string head = "name: x\nhardware: h200x8\nmodel: llama-3-70b\n";
+  EXPECT_THAT(
+      ParseError(head + "parallel: {tp: 4}\nworkload: {cuda_graph_tokens: [4, 2]}\n").message(),
+      AllOf(HasSubstr("bad.yaml:5: workload.cuda_graph_tokens"), HasSubstr("ascending")));
+  EXPECT_THAT(
+      ParseError(head + "parallel: {tp: 4}\nworkload: {cuda_graph_tokens: [0]}\n").message(),
+      HasSubstr("token count 0 is out of range"));
+  EXPECT_THAT(
+      ParseError(head + "parallel: {tp: 4}\nworkload: {extend: true, cuda_graph_tokens: [1]}\n")
+          .message(),
+      AllOf(HasSubstr("workload.cuda_graph_tokens"), HasSubstr("decode batches")));
+  EXPECT_THAT(
+      ParseError(head + "parallel: {tp: 4, pp: 2}\nworkload: {cuda_graph_tokens: [1]}\n").message(),
+      AllOf(HasSubstr("workload.cuda_graph_tokens"), HasSubstr("use pp: 1")));
+  absl::StatusOr<Scenario> s =
+      ParseScenario(head + "parallel: {tp: 4}\nworkload: {cuda_graph_tokens: [1, 2, 8]}\n",
+                    "ok.yaml", TopologiesDir());
+  ASSERT_TRUE(s.ok()) << s.status();
+  absl::StatusOr<Scenario> back = ParseScenario(ScenarioToYaml(*s), "back.yaml", "");
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->workload.cuda_graph_tokens, (std::vector<int64_t>{1, 2, 8}));
+}
+
 TEST(ScenarioYamlTest, UnknownCatalogueNamesListTheCatalogue) {
   const absl::Status s =
       ParseError("name: x\nhardware: h200x9\nparallel: {tp: 2}\nmodel: llama-3-70b\n");
