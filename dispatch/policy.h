@@ -207,6 +207,19 @@ class DispatchPolicy {
   // replay reuses them while the counter stands still (FlashInfer #3053,
   // vLLM #35772: a Lamport poll that never ends on piecewise-graph replay).
   virtual bool LamportStateOnDevice() const { return true; }
+  // Whether the custom all-reduce's registration of captured graph inputs
+  // first compares every member's count and raises when they differ, rather
+  // than pairing inputs by position: sgl-kernel's register_graph_buffers
+  // indexes each peer's handles by the local count, unchecked, so ranks that
+  // captured different numbers read other calls' buffers (vLLM #39788; the
+  // count check of vLLM PR #39791). Reference: compare.
+  virtual bool CheckGraphInputCounts() const { return true; }
+  // Whether a rank that captured no custom all-reduce input still joins the
+  // registration exchange. Reference: yes, as v1 registers in `finally`
+  // whatever it captured (custom_all_reduce.py:181-194 @ 0.5.23); v2's
+  // `_register_graph_inputs` returns early (custom_all_reduce_v2.py:513-514),
+  // leaving its peers in the all-gather.
+  virtual bool RegisterWithoutGraphInputs() const { return true; }
 
  protected:
   // The fused, fused-norm and custom backends' admission, as Choose() asks

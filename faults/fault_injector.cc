@@ -179,4 +179,14 @@ bool FaultInjector::DropsClear(int rank, uint64_t epoch) {
   return drops;
 }
 
+int64_t FaultInjector::UnrecordedGraphInputs(int rank) {
+  int64_t count = 0;
+  ForEach(FaultStage::kMemory, rank, [&](const Active& a) {
+    if (a.kind->effect.unrecorded_graph_inputs != nullptr) {
+      count = std::max(count, a.kind->effect.unrecorded_graph_inputs(a.spec));
+    }
+  });
+  return count;
+}
+
 }  // namespace lockstep::faults

@@ -51,6 +51,7 @@ class FaultInjector : public SimFaultPlan {
   bool DropsPush(int rank, int target, uint64_t epoch) override;
   int DelaysPush(int rank, int target, uint64_t epoch) override;
   bool DropsClear(int rank, uint64_t epoch) override;
+  int64_t UnrecordedGraphInputs(int rank) override;
   bool DropsFlag(int rank, int target, uint64_t epoch) override;
 
  private:

@@ -27,6 +27,11 @@ bool HasCustomAllReduce(const Scenario& s, const ParallelLayout& l) {
   return s.dispatch.custom_allreduce && l.widths().tp > 1;
 }
 
+// Custom all-reduce calls captured into CUDA graphs.
+bool HasCustomGraphs(const Scenario& s, const ParallelLayout& l) {
+  return HasCustomAllReduce(s, l) && !s.workload.cuda_graph_tokens.empty();
+}
+
 // A fused Lamport push or a custom all-reduce flag to drop.
 bool HasPushOrFlag(const Scenario& s, const ParallelLayout& l) {
   return HasFusedBackend(s, l) || HasCustomAllReduce(s, l);
@@ -223,6 +228,12 @@ void DrawClockSkew(const Scenario& s, int64_t, Rng& rng, FaultSpec& f) {
   f.params["skew_us"] = absl::StrCat(1 + rng.Below(range));
   DrawMaybeAtStep(s, rng, f);
 }
+int64_t UnrecordedGraphInputs(const FaultSpec& f) { return ParamOr(f, "count", 1); }
+
+void DrawCount(const Scenario&, int64_t, Rng& rng, FaultSpec& f) {
+  f.params["count"] = absl::StrCat(1 + rng.Below(4));
+}
+
 void DrawEpoch(const Scenario&, int64_t calls, Rng& rng, FaultSpec& f) {
   f.params["epoch"] = absl::StrCat(2 + rng.Below(static_cast<uint64_t>(calls)));
 }
@@ -232,6 +243,10 @@ constexpr FaultParam kWorkspaceParam{"workspace",
                                      "moe or attn_tp (default: moe where it has an equal-size "
                                      "group of other peers, else attn_tp)"};
 constexpr FaultParam kEpochParam{"epoch", "the workspace call it strikes, 1-based (default 2)"};
+constexpr FaultParam kCountParam{"count",
+                                 "how many captured inputs, from the first, go unrecorded "
+                                 "(default 1)",
+                                 int64_t{1} << 20};
 
 const std::vector<FaultKindInfo>& Table() {
   static const std::vector<FaultKindInfo> kTable = {
@@ -480,6 +495,21 @@ const std::vector<FaultKindInfo>& Table() {
        &HasFusedBackend,
        &DrawEpoch,
        {.drops_clear = &UnclearedBuffer}},
+      {"graph_input_unrecorded",
+       FaultCategory::kKernel,
+       Verdict::kFailStop,
+       "with workload.cuda_graph_tokens, the rank's first `count` captured custom all-reduce "
+       "inputs are never recorded for registration (an allocator cache hit skipped the "
+       "record: ROCm/aiter #2638)",
+       "registration compares every member's count of captured inputs and raises on a "
+       "difference (vLLM PR #39791) instead of pairing other calls' buffers",
+       FaultStage::kMemory,
+       {},
+       {kCountParam},
+       false,
+       &HasCustomGraphs,
+       &DrawCount,
+       {.unrecorded_graph_inputs = &UnrecordedGraphInputs}},
       {"negative_zero_inputs",
        FaultCategory::kKernel,
        Verdict::kClean,

@@ -115,6 +115,9 @@ struct FaultEffect {
   bool (*drops_push)(const FaultSpec& f, uint64_t epoch) = nullptr;
   int (*delays_push)(const FaultSpec& f) = nullptr;
   bool (*drops_clear)(const FaultSpec& f, uint64_t epoch) = nullptr;
+  // kMemory, CUDA graphs: how many of the rank's captured custom all-reduce
+  // inputs, from its first, are never recorded for registration.
+  int64_t (*unrecorded_graph_inputs)(const FaultSpec& f) = nullptr;
 };
 
 struct FaultKindInfo {

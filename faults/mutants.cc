@@ -438,6 +438,26 @@ class LamportCounterOnHost : public DispatchPolicy {
   bool LamportStateOnDevice() const override { return false; }
 };
 
+// vLLM #39788 (PR #39791 added the check): the custom all-reduce's captured
+// graph inputs registered by position without comparing counts, as
+// sgl-kernel's register_graph_buffers does — each peer's handles indexed by
+// the local count. Ranks that captured different numbers pair other calls'
+// buffers, or read past a peer's list, and replays sum the wrong data.
+class GraphRegistrationUnchecked : public DispatchPolicy {
+ public:
+  std::string_view name() const override { return "graph-registration-unchecked"; }
+  bool CheckGraphInputCounts() const override { return false; }
+};
+
+// SGLang 0.5.23's CustomAllReduceV2._register_graph_inputs returns early when
+// the rank captured no input (custom_all_reduce_v2.py:513-514): its peers wait
+// in the registration's all-gather while it goes on to replay.
+class GraphRegistrationSkippedWhenEmpty : public DispatchPolicy {
+ public:
+  std::string_view name() const override { return "graph-registration-skipped-when-empty"; }
+  bool RegisterWithoutGraphInputs() const override { return false; }
+};
+
 // FlashInfer #3186/#3187 (SGLang #23317 the same class): the autotuner's
 // tactic picked from the rank's own profile timings. A rank whose timings
 // favour another cut-over runs the other algorithm for the messages in
@@ -591,8 +611,8 @@ struct MutantEntry {
   std::unique_ptr<DispatchPolicy> (*make)();
 };
 
-const std::array<MutantEntry, 39>& Entries() {
-  static const std::array<MutantEntry, 39> kEntries = {{
+const std::array<MutantEntry, 41>& Entries() {
+  static const std::array<MutantEntry, 41> kEntries = {{
       {{"swallow-kernel-error", "a failing fused kernel falls back to NCCL on its own rank",
         "SGLang PR #30700 review (try/except fallback)", Verdict::kHang, "kernel_launch_failure"},
        &Make<SwallowKernelError>},
@@ -748,6 +768,17 @@ const std::array<MutantEntry, 39>& Entries() {
         "the workspace's device flags",
         Verdict::kWrongPeer, "cuda_graph_tokens with the fused path and graphs of several sizes"},
        &Make<LamportCounterOnHost>},
+      {{"graph-registration-unchecked",
+        "captured custom all-reduce graph inputs registered by position, counts not compared",
+        "vLLM #39788, PR #39791 (register_graph_buffers indexes peers' handles by the local "
+        "count)",
+        Verdict::kMismatch, "graph_input_unrecorded"},
+       &Make<GraphRegistrationUnchecked>},
+      {{"graph-registration-skipped-when-empty",
+        "a rank that captured no custom all-reduce input skips the registration exchange",
+        "SGLang 0.5.23 custom_all_reduce_v2.py:513-514 (_register_graph_inputs returns early)",
+        Verdict::kHang, "graph_input_unrecorded on every captured input"},
+       &Make<GraphRegistrationSkippedWhenEmpty>},
       {{"custom-flag-without-release",
         "the custom all-reduce's barrier flag stored without a release fence",
         "vLLM #8404, PR #8558 (custom all-reduce flags without release/acquire); vLLM #57059",

@@ -73,6 +73,7 @@ class HwRank : private CallHook {
   // workload.cuda_graph_tokens), so no graph begins here.
   void BeginGraph(CallPhase, int64_t) {}
   void EndGraph() {}
+  bool RegisterGraphInputs() { return true; }
   std::optional<std::vector<int64_t>> AllGatherTokens(int64_t mine);
   std::optional<std::vector<int64_t>> AllGatherValue(int64_t mine, std::string_view what);
   void SetFusedTactic(FusedTactic tactic) { wiring_.tactic = tactic; }

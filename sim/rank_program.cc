@@ -2,12 +2,14 @@
 // hosted on simulated memory, with every all-reduce going through the real
 // dispatch core.
 
+#include <algorithm>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "kernels/protocol/one_shot.h"
 #include "kernels/protocol/two_shot.h"
 #include "kernels/protocol/wait_report.h"
@@ -207,6 +209,19 @@ class SimHost {
     graph_ = nullptr;
   }
 
+  // After the captures, each custom all-reduce the rank is in registers the
+  // inputs it captured (register_graph_buffers): an exchange of every
+  // member's list over the group, in the order of the group objects.
+  bool RegisterGraphInputs() {
+    for (RankWiring::Group& g : rt_.wiring.groups) {
+      auto* custom = dynamic_cast<SimCustomBackend*>(g.custom.get());
+      const auto* nccl = static_cast<const SimNcclBackend*>(g.nccl.get());
+      if (custom == nullptr || nccl == nullptr) continue;
+      if (!RegisterGraphInputs(*custom->instance(), *nccl->comm())) return false;
+    }
+    return !ctx_.stopped();
+  }
+
   SimTensor Input(const SiteRef& at, uint64_t instance, int64_t elems) {
     SiteRef here = at;
     here.phase = phase_;
@@ -321,11 +336,95 @@ class SimHost {
     // The Lamport launch arguments a host-side counter gave it at capture
     // (policies without LamportStateOnDevice).
     std::optional<protocol::LamportState> frozen;
+    // The custom all-reduce's registered input and registration row.
+    std::optional<SimCustomAllReduce::GraphSlot> custom;
   };
   struct CapturedGraph {
     int64_t tokens = 0;
     std::vector<GraphCall> calls;
   };
+  void NoteRegistration(std::string note) {
+    if (run_.graph_registration_note.empty()) run_.graph_registration_note = std::move(note);
+  }
+
+  static SimCustomAllReduce* CustomInstance(CommBackend* chosen, const DecisionRecord& record) {
+    if (chosen == nullptr || record.backend != BackendKind::kCustom) return nullptr;
+    auto* custom = dynamic_cast<SimCustomBackend*>(chosen);
+    return custom != nullptr ? custom->instance() : nullptr;
+  }
+
+  bool RegisterGraphInputs(SimCustomAllReduce& ar, SimComm& comm) {
+    const int member = ar.MemberOf(rank_);
+    const std::vector<int32_t>& mine = ar.RecordedGraphInputs(member);
+    if (mine.empty() && !run_.policy.RegisterWithoutGraphInputs()) {
+      NoteRegistration(absl::StrFormat(
+          "rank %d recorded no input of custom all-reduce %s and skipped its registration "
+          "exchange, which its peers wait in",
+          rank_, ar.name()));
+      return true;
+    }
+    ctx_.scheduler.Yield();
+    const std::vector<int64_t> counts =
+        comm.AllGather(comm.MemberOf(rank_), static_cast<int64_t>(mine.size()));
+    if (ctx_.stopped()) return false;
+    if (const std::optional<int64_t> at = comm.TakeExpiry(comm.MemberOf(rank_))) {
+      ctx_.Report(BoundedWaitFinding(
+          rank_, nullptr,
+          protocol::PeerMissedDeadline(absl::StrFormat(
+              "custom all-reduce %s graph input registration over %s", ar.name(), comm.name())),
+          *at));
+      return false;
+    }
+    // Each member's count, in the custom all-reduce's member order.
+    std::vector<int64_t> count_of;
+    for (int peer : ar.peers())
+      count_of.push_back(counts[static_cast<size_t>(comm.MemberOf(peer))]);
+    const bool equal = std::all_of(count_of.begin(), count_of.end(),
+                                   [&](int64_t c) { return c == count_of.front(); });
+    if (!equal && run_.policy.CheckGraphInputCounts()) {
+      std::vector<std::string> each;
+      for (size_t p = 0; p < count_of.size(); ++p) {
+        each.push_back(absl::StrFormat("rank %d: %d", ar.peers()[p], count_of[p]));
+      }
+      Finding f;
+      f.verdict = Verdict::kFailStop;
+      f.detector = Detector::kBackendRaised;
+      f.rank = rank_;
+      f.at_ns = ctx_.Clock(rank_);
+      f.summary = absl::StrFormat(
+          "rank %d raised registering the CUDA graph inputs of custom all-reduce %s: its members "
+          "captured different numbers of inputs (%s); registered by position they would pair "
+          "other calls' buffers (the count check of vLLM PR #39791)",
+          rank_, ar.name(), absl::StrJoin(each, ", "));
+      f.details = {{"rank", rank_}, {"custom_allreduce", ar.name()}, {"captured_inputs", count_of}};
+      ctx_.Report(std::move(f));
+      return false;
+    }
+    if (!equal) {
+      std::vector<std::string> each;
+      for (size_t p = 0; p < count_of.size(); ++p) {
+        if (count_of[p] != static_cast<int64_t>(mine.size())) {
+          each.push_back(absl::StrFormat("rank %d: %d", ar.peers()[p], count_of[p]));
+        }
+      }
+      NoteRegistration(absl::StrFormat(
+          "rank %d registered its %d inputs of custom all-reduce %s by position against "
+          "different counts (%s): its replays read other calls' inputs of those ranks",
+          rank_, mine.size(), ar.name(), absl::StrJoin(each, ", ")));
+    }
+    // Row r reads each peer's r-th recorded input; past a peer's list the
+    // pointer leads to nothing of it (unchecked registration only).
+    std::vector<std::vector<int32_t>> rows(mine.size());
+    for (size_t r = 0; r < mine.size(); ++r) {
+      for (size_t p = 0; p < count_of.size(); ++p) {
+        const std::vector<int32_t>& theirs = ar.RecordedGraphInputs(static_cast<int>(p));
+        rows[r].push_back(r < theirs.size() ? theirs[r] : -1);
+      }
+    }
+    ar.RegisterGraphInputs(member, std::move(rows));
+    return true;
+  }
+
   // A capture: decides as the graph-tracing frontend does, records, runs
   // nothing (decode_cuda_graph_runner.py: the kernels only run at replay).
   bool Capture(const SiteRef& site, GroupRole role, const TensorDesc& desc,
@@ -333,7 +432,10 @@ class SimHost {
     if (ctx_.stopped()) return false;
     const int object = ctx_.layout.ObjectIndex(role);
     GroupCoordinator& coordinator = rt_.wiring.coordinator(object);
-    GraphCall call{object, site, desc, {}, nullptr, std::nullopt};
+    GraphCall call;
+    call.object = object;
+    call.site = site;
+    call.desc = desc;
     CallDesc what;
     what.tensor = desc;
     what.context = context;
@@ -362,6 +464,12 @@ class SimHost {
     if (SimWorkspace* ws = FusedWorkspace(call.chosen, call.record);
         ws != nullptr && !run_.policy.LamportStateOnDevice()) {
       call.frozen = counters_.Capture(*ws, call.record);
+    }
+    if (SimCustomAllReduce* ar = CustomInstance(call.chosen, call.record); ar != nullptr) {
+      // Captured on its registered input (registered=True while capturing).
+      call.custom = ar->CaptureGraphInput(
+          ar->MemberOf(rank_),
+          ctx_.faults != nullptr ? ctx_.faults->UnrecordedGraphInputs(rank_) : int64_t{0});
     }
     graph_->calls.push_back(std::move(call));
     return true;
@@ -402,7 +510,10 @@ class SimHost {
     event.tokens = call.desc.tokens();
     event.begin_ns = ctx_.Clock(rank_);
     counters_.set_replaying(call.frozen ? &*call.frozen : nullptr);
+    auto* custom = call.custom ? dynamic_cast<SimCustomBackend*>(call.chosen) : nullptr;
+    if (custom != nullptr) custom->set_graph_slot(&*call.custom);
     const absl::Status status = coordinator.Replay(*call.chosen, tensor, record);
+    if (custom != nullptr) custom->set_graph_slot(nullptr);
     counters_.set_replaying(nullptr);
     event.end_ns = ctx_.Clock(rank_);
     CallOutcome outcome = RecordDispatchedCall(event, record, status, ctx_.layout);

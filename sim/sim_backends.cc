@@ -63,7 +63,7 @@ absl::Status SimCustomBackend::AllReduce(Tensor& tensor, const DecisionRecord& r
   // Its barrier waits are unbounded (as SGLang's): a wait is abandoned only
   // when the run shuts down.
   const protocol::ProtocolStatus status =
-      instance_->RunAllReduce(instance_->MemberOf(context_.rank), record, in, *data);
+      instance_->RunAllReduce(instance_->MemberOf(context_.rank), record, in, *data, graph_slot_);
   return status.ok() ? absl::OkStatus()
                      : absl::AbortedError("the simulation ended while this rank waited");
 }

@@ -59,10 +59,15 @@ class SimCustomBackend final : public CustomAllReduceBackend {
   SimCustomBackend(SimBackendContext context, SimCustomAllReduce* instance)
       : context_(context), instance_(instance) {}
   absl::Status AllReduce(Tensor& tensor, const DecisionRecord& record) override;
+  SimCustomAllReduce* instance() const { return instance_; }
+  // The next calls replay a CUDA graph's call on registered inputs (null:
+  // the staging buffer). Not owned.
+  void set_graph_slot(const SimCustomAllReduce::GraphSlot* slot) { graph_slot_ = slot; }
 
  private:
   SimBackendContext context_;
   SimCustomAllReduce* instance_;
+  const SimCustomAllReduce::GraphSlot* graph_slot_ = nullptr;
 };
 
 class SimNcclBackend final : public NcclBackend {

@@ -130,6 +130,10 @@ class SimRun {
   SimContext ctx;
   // The stores in flight under `memory: relaxed` (ctx.relaxed); null otherwise.
   std::unique_ptr<RelaxedVisibility> relaxed;
+  // The first registration of CUDA graph inputs that went wrong without
+  // raising (inputs paired by position across different counts, or a rank
+  // that skipped the exchange): named in a silent failure's report.
+  std::string graph_registration_note;
   const DispatchPolicy& policy;
   const SimOptions& options;
   ReplicaConfig replica;  // the serving configuration, resolved (Setup)

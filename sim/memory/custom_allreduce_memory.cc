@@ -21,9 +21,10 @@ int SimCustomAllReduce::MemberOf(int rank) const {
 }
 
 protocol::ProtocolStatus SimCustomAllReduce::RunAllReduce(int member, const DecisionRecord& d,
-                                                          const SimTensor& in, SimTensor& out) {
+                                                          const SimTensor& in, SimTensor& out,
+                                                          const GraphSlot* graph) {
   members_[static_cast<size_t>(member)].blocks = d.blocks;
-  CustomMem mem(*this, member, in, out, d.blocks);
+  CustomMem mem(*this, member, in, out, d.blocks, graph);
   protocol::AllReduceArgs args;
   args.rank = member;
   args.world = static_cast<int32_t>(peers_.size());
@@ -35,6 +36,18 @@ protocol::ProtocolStatus SimCustomAllReduce::RunAllReduce(int member, const Deci
   // The kernel's end is a full fence: what it stored is visible everywhere.
   if (ctx_.relaxed != nullptr) ctx_.relaxed->Flush(peers_[static_cast<size_t>(member)]);
   return status;
+}
+
+SimCustomAllReduce::GraphSlot SimCustomAllReduce::CaptureGraphInput(int member,
+                                                                    int64_t unrecorded) {
+  Member& m = members_[static_cast<size_t>(member)];
+  const GraphSlot slot{m.graph_captured++, static_cast<int32_t>(m.graph_recorded.size())};
+  if (slot.input >= unrecorded) m.graph_recorded.push_back(slot.input);
+  return slot;
+}
+
+void SimCustomAllReduce::RegisterGraphInputs(int member, std::vector<std::vector<int32_t>> rows) {
+  members_[static_cast<size_t>(member)].graph_rows = std::move(rows);
 }
 
 void SimCustomAllReduce::LandFlags(int32_t target, uint32_t phase, int32_t writer, int32_t blocks,
@@ -104,6 +117,16 @@ std::vector<int> SimCustomAllReduce::WaitsOn(int, int64_t detail) const {
 
 void CustomMem::Stage(int64_t pos, const Value& v) {
   SimCustomAllReduce::Member& m = ar_.members_[static_cast<size_t>(member_)];
+  if (graph_ != nullptr) {
+    // A registered graph input is the call's own input tensor, written by
+    // the kernels before it: visible to every peer once it reaches the
+    // barrier, whatever the memory model.
+    const auto input = static_cast<size_t>(graph_->input);
+    if (m.graph_inputs.size() <= input) m.graph_inputs.resize(input + 1);
+    if (pos == 0) m.graph_inputs[input].Reset();
+    WriteChunk(m.graph_inputs[input], pos, v, ctx_.Clock(rank_), rank_);
+    return;
+  }
   if (pos == 0) m.staged.Reset();
   const int64_t now = ctx_.Clock(rank_);
   WriteChunk(m.staged, pos, v, now, rank_);
@@ -138,7 +161,23 @@ bool CustomMem::LoadStaged(int32_t peer, int64_t pos, int64_t len, Value* out) {
   out->pieces.clear();
   int64_t ready = 0;
   const SimCustomAllReduce::Member& from = ar_.members_[static_cast<size_t>(peer)];
-  if (ctx_.relaxed != nullptr && peer != member_) {
+  if (graph_ != nullptr) {
+    // Where this rank's registration points for that peer: one of its
+    // captured inputs, or nothing of it (a row its registration never
+    // filled reads no contribution of the peer).
+    const SimCustomAllReduce::Member& me = ar_.members_[static_cast<size_t>(member_)];
+    const auto row = static_cast<size_t>(graph_->row);
+    const int32_t input =
+        row < me.graph_rows.size() && static_cast<size_t>(peer) < me.graph_rows[row].size()
+            ? me.graph_rows[row][static_cast<size_t>(peer)]
+            : -1;
+    static const RunList kNothing;
+    const RunList& source_input =
+        input >= 0 && static_cast<size_t>(input) < from.graph_inputs.size()
+            ? from.graph_inputs[static_cast<size_t>(input)]
+            : kNothing;
+    source_input.Read(pos, pos + len, *out, &ready);
+  } else if (ctx_.relaxed != nullptr && peer != member_) {
     // What of the peer's staged input has reached this rank.
     static const RunList kNothing;
     const RunList& view = from.seen.empty() ? kNothing : from.seen[static_cast<size_t>(member_)];

@@ -22,11 +22,40 @@ class SimCustomAllReduce : public Waitable {
   SimCustomAllReduce(SimContext& ctx, std::string name, std::vector<int> peers);
 
   const std::string& name() const { return name_; }
+  const std::vector<int>& peers() const { return peers_; }
   int MemberOf(int rank) const;
+  // A replayed call of a CUDA graph on registered inputs: the member's own
+  // input is its `input`-th captured one; it reads each peer's where row
+  // `row` of its registration points.
+  struct GraphSlot {
+    int32_t input = 0;
+    int32_t row = 0;
+  };
+
   // Runs one custom all-reduce of `in` into `out` as `member`, launching
-  // `decision.blocks` thread blocks.
+  // `decision.blocks` thread blocks; with `graph`, on registered graph inputs
+  // instead of the staging buffer.
   protocol::ProtocolStatus RunAllReduce(int member, const DecisionRecord& decision,
-                                        const SimTensor& in, SimTensor& out);
+                                        const SimTensor& in, SimTensor& out,
+                                        const GraphSlot* graph = nullptr);
+
+  // A call captured into a CUDA graph on `member`: its input's ordinal among
+  // the member's captured ones, and the registration row it will read — the
+  // count recorded before it (sgl-kernel custom_all_reduce.cuh allreduce():
+  // `d_rank_data_base_ + graph_unreg_buffers_.size()`). `record`: whether the
+  // member's first `unrecorded` captured inputs are never recorded for
+  // registration (a fault: an allocator cache hit skipped the record,
+  // ROCm/aiter #2638).
+  GraphSlot CaptureGraphInput(int member, int64_t unrecorded);
+  // The ordinals of the member's recorded inputs, in order.
+  const std::vector<int32_t>& RecordedGraphInputs(int member) const {
+    return members_[static_cast<size_t>(member)].graph_recorded;
+  }
+
+  // The registration of captured graph inputs (custom_all_reduce.py
+  // register_graph_buffers): row r of `member` reads peer p's
+  // rows[r][p]-th captured input (-1: a pointer to nothing of p's).
+  void RegisterGraphInputs(int member, std::vector<std::vector<int32_t>> rows);
 
   std::string DescribeWait(int rank, int64_t detail) const override;
   std::vector<int> WaitsOn(int rank, int64_t detail) const override;
@@ -56,6 +85,12 @@ class SimCustomAllReduce : public Waitable {
     int32_t blocks = 0;  // grid of the call in progress
     // flags[phase][writer]: what writer's blocks last stored here.
     std::vector<std::vector<FlagRun>> flags[2];
+    // CUDA graphs: the member's captured inputs (what its replays wrote
+    // there) and its registration.
+    std::vector<RunList> graph_inputs;
+    int32_t graph_captured = 0;
+    std::vector<int32_t> graph_recorded;
+    std::vector<std::vector<int32_t>> graph_rows;
     bool waiting = false;
     uint32_t wait_phase = 0;
     int32_t wait_peer = -1;
@@ -79,14 +114,16 @@ class CustomMem : public protocol::WholeRangeChunks {
   using Value = SimChunk;
   using Acc = Accumulator;
 
-  CustomMem(SimCustomAllReduce& ar, int member, const SimTensor& in, SimTensor& out, int32_t blocks)
+  CustomMem(SimCustomAllReduce& ar, int member, const SimTensor& in, SimTensor& out, int32_t blocks,
+            const SimCustomAllReduce::GraphSlot* graph)
       : ar_(ar),
         ctx_(ar.ctx_),
         member_(member),
         rank_(ar.peers_[static_cast<size_t>(member)]),
         in_(in),
         out_(out),
-        blocks_(blocks) {}
+        blocks_(blocks),
+        graph_(graph) {}
 
   Value LoadInput(int64_t pos, int64_t len) {
     SimChunk c;
@@ -122,6 +159,7 @@ class CustomMem : public protocol::WholeRangeChunks {
   const SimTensor& in_;
   SimTensor& out_;
   int32_t blocks_;
+  const SimCustomAllReduce::GraphSlot* graph_;  // null: the staging buffer
 };
 
 }  // namespace lockstep

@@ -60,6 +60,7 @@ class CountingHost {
   // Captured calls only decide: they reach no backend until replayed.
   void BeginGraph(CallPhase phase, int64_t /*tokens*/) { phase_ = phase; }
   void EndGraph() { phase_ = CallPhase::kEager; }
+  bool RegisterGraphInputs() { return true; }
   // A call reaches a backend (and counts) unless its group has one rank.
   bool Reduce(const SiteRef& site, GroupRole role, const TensorDesc&, Data&, const CallContext&) {
     if (phase_ != CallPhase::kCapture && layout_.GroupSize(layout_.GroupOf(role, rank_)) > 1) {

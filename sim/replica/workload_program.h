@@ -44,6 +44,9 @@
 //   // (kReplay) the CUDA graph of `tokens` (workload.cuda_graph_tokens);
 //   // the host stamps each call's site with the phase.
 //   void BeginGraph(CallPhase phase, int64_t tokens);  void EndGraph();
+//   // After the captures: the custom all-reduce's registration of the graph
+//   // inputs captured (an exchange over each group); false ends the rank.
+//   bool RegisterGraphInputs();
 
 #ifndef LOCKSTEP_SIM_REPLICA_WORKLOAD_PROGRAM_H_
 #define LOCKSTEP_SIM_REPLICA_WORKLOAD_PROGRAM_H_
@@ -195,6 +198,9 @@ class WorkloadProgram {
       if (!Forward(kCaptureStep, *it, counts)) return false;
       host_.EndGraph();
     }
+    // One registration per communicator, once every size is captured
+    // (decode_cuda_graph_runner.py:1292-1310 @ 0.5.23).
+    if (!sizes.empty() && !host_.RegisterGraphInputs()) return false;
     return !host_.Stopped();
   }
 

@@ -36,6 +36,9 @@ class SimFaultPlan : public ReplicaFaults {
   virtual bool DropsClear(int /*rank*/, uint64_t /*epoch*/) { return false; }
   // A barrier flag write of the custom all-reduce that never lands.
   virtual bool DropsFlag(int /*rank*/, int /*target*/, uint64_t /*epoch*/) { return false; }
+  // CUDA graphs: how many of the rank's captured custom all-reduce inputs,
+  // from its first, are never recorded for registration.
+  virtual int64_t UnrecordedGraphInputs(int /*rank*/) { return 0; }
 };
 
 }  // namespace lockstep

@@ -52,6 +52,7 @@ TEST(FaultKindsTest, EveryKindHonoursExactlyTheseKeys) {
       {"lost_write", {"epoch"}},
       {"late_write", {"steps"}},
       {"uncleared_buffer", {"epoch"}},
+      {"graph_input_unrecorded", {"count"}},
       {"negative_zero_inputs", {"at_call", "at_step", "at_layer", "at_site", "at_phase"}},
       {"negative_subnormal_inputs", {"at_call", "at_step", "at_layer", "at_site", "at_phase"}},
       {"sm_count_divergence", {"at_step", "at_phase", "sm_count"}},
@@ -96,7 +97,7 @@ TEST(FaultKindsTest, EachStageHasItsEffectAndGpusInjectWhatActsOutsideTheMemoryM
         break;
       case FaultStage::kMemory:
         EXPECT_TRUE(e.drops_push != nullptr || e.delays_push != nullptr ||
-                    e.drops_clear != nullptr);
+                    e.drops_clear != nullptr || e.unrecorded_graph_inputs != nullptr);
         break;
     }
     EXPECT_EQ(kind.gpu_injectable,

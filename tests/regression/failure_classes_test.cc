@@ -179,6 +179,17 @@ TEST(CudaGraphs, ADecisionTakenAtCaptureIsReplayedAtEveryStep) {
   ExpectReferenceHolds("faults/tp8-graph-captured-dtype-seen");
   ExpectMutantCaught("faults/tp8-graph-captured-dtype-seen", "dtype-from-local-cache",
                      Verdict::kHang, AllOf(HasSubstr("rank 2"), HasSubstr("(replay)")));
+  // With the custom all-reduce on, rank 2 alone captures its calls on it
+  // (its peers on the fused kernel): the registration's count check stops
+  // the job before any replay, as vLLM PR #39791's check would.
+  absl::StatusOr<Scenario> s = LoadCatalogueScenario("faults/tp8-graph-captured-dtype-seen");
+  ASSERT_TRUE(s.ok()) << s.status();
+  s->dispatch.custom_allreduce = true;
+  absl::StatusOr<SimResult> r = RunScenario(*s, "dtype-from-local-cache", 1);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->verdict, Verdict::kFailStop) << r->summary;
+  EXPECT_THAT(r->summary, AllOf(HasSubstr("captured different numbers of inputs"),
+                                HasSubstr("rank 1: 0, rank 2: 20, rank 3: 0")));
 }
 
 TEST(CudaGraphs, AFaultPlacedAtReplayFiresAtAReplayedCall) {
@@ -190,6 +201,32 @@ TEST(CudaGraphs, AFaultPlacedAtReplayFiresAtAReplayedCall) {
   EXPECT_EQ(r->verdict, Verdict::kFailStop);
   EXPECT_THAT(r->summary,
               AllOf(HasSubstr("rank 3 raised"), HasSubstr("step 1 "), HasSubstr("(replay)")));
+}
+
+TEST(CudaGraphs, RegistrationComparesEveryMembersCountOfCapturedInputs_vLLM39788) {
+  ExpectReferenceHolds("tp8-cuda-graphs-custom-llama3-h200");
+  ExpectReferenceHolds("faults/tp8-graph-input-unrecorded");
+  ExpectReferenceHolds("faults/tp8-graph-inputs-all-unrecorded");
+  absl::StatusOr<Scenario> s = LoadCatalogueScenario("faults/tp8-graph-input-unrecorded");
+  ASSERT_TRUE(s.ok()) << s.status();
+  absl::StatusOr<SimResult> r = RunScenario(*s, "reference", 1);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_THAT(r->summary, AllOf(HasSubstr("raised registering the CUDA graph inputs"),
+                                HasSubstr("rank 4: 20, rank 5: 19, rank 6: 20")));
+  // Registered by position, rank 5's list is one input short: its peers read
+  // its next call's input at every replayed call.
+  ExpectMutantCaught(
+      "faults/tp8-graph-input-unrecorded", "graph-registration-unchecked", Verdict::kMismatch,
+      AllOf(HasSubstr("(replay)"), HasSubstr("by position against different counts (rank 5: 19)")));
+}
+
+TEST(CudaGraphs, ARankThatCapturedNothingStillJoinsTheRegistration_SGLangCustomAllReduceV2) {
+  // custom_all_reduce_v2.py:513-514 @ 0.5.23 returns before the exchange
+  // when the rank has no graph input: its peers wait in it for ever.
+  ExpectMutantCaught("faults/tp8-graph-inputs-all-unrecorded",
+                     "graph-registration-skipped-when-empty", Verdict::kHang,
+                     HasSubstr("rank 5 recorded no input of custom all-reduce tp "
+                               "[0,1,2,3,4,5,6,7] and skipped its registration exchange"));
 }
 
 }  // namespace

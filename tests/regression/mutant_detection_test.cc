@@ -116,6 +116,9 @@ const std::map<std::string, std::vector<std::string>>& Targets() {
       // Lamport buffer index read on the device at replay.
       {"graph-replay-from-local-batch", {"dpattn-dp2-cuda-graphs-deepseek-v3-h200"}},
       {"lamport-counter-on-host", {"tp8-cuda-graphs-llama3-h200"}},
+      {"graph-registration-unchecked",
+       {"faults/tp8-graph-input-unrecorded", "faults/tp8-graph-inputs-all-unrecorded"}},
+      {"graph-registration-skipped-when-empty", {"faults/tp8-graph-inputs-all-unrecorded"}},
   };
   return *kTargets;
 }
