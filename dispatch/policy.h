@@ -104,6 +104,14 @@ class DispatchPolicy {
   // unavailable flag, OR-synced over TP, flashinfer_comm_fusion.py:713-741),
   // rather than only that workspace (PR #30700's model).
   virtual bool WorkspaceFailureDisablesFusion() const { return true; }
+  // Whether a rank whose own workspace allocation failed still joins the
+  // set-up's collectives over the workspace's group (the preflight vote and
+  // the handle exchange), so that its peers are not left in them. Reference:
+  // yes — SGLang 0.5.23 probes the allocation and votes on it before any
+  // exchange "so all ranks proceed or skip together"
+  // (flashinfer_comm_fusion.py:329-393; vLLM PR #53377: the failing rank
+  // "still joins the vote to keep the collective symmetric").
+  virtual bool JoinSetUpAfterLocalFailure() const { return true; }
   // Whether this rank's workspace counts as initialised, given its own
   // allocation result and the AND of every member's (the rendezvous vote).
   // Reference: the vote.

@@ -133,14 +133,19 @@ absl::Status FaultInjector::BeforeBackendCall(int rank, const CallPlace& place,
   return error;
 }
 
-uint8_t FaultInjector::InputFlags(int rank, const CallPlace& place) {
-  uint8_t flags = 0;
+InjectedInput FaultInjector::InputFault(int rank, const CallPlace& place) {
+  InjectedInput in;
   ForEach(FaultStage::kInput, rank, [&](Active& a) {
-    if (PlacedAtOrAfter(a.spec, place, a.FirstAtSite(rank, place))) {
-      flags |= a.kind->effect.input_flags;
+    if (!PlacedAtOrAfter(a.spec, place, a.FirstAtSite(rank, place))) return;
+    in.flags |= a.kind->effect.input_flags;
+    // Placed on rows: the first such fault's rows (ValidateFault keeps one
+    // placement per kind; two input faults on rows share the first's).
+    if (a.spec.params.count("row") != 0 && in.rows == 0) {
+      in.first_row = ParamOr(a.spec, "row", 0);
+      in.rows = ParamOr(a.spec, "rows", 1);
     }
   });
-  return flags;
+  return in;
 }
 
 bool FaultInjector::ForcesFtz() const {

@@ -46,7 +46,7 @@ class FaultInjector : public SimFaultPlan {
   bool KillsRank(int rank, const CallPlace& place) override;
   absl::Status BeforeBackendCall(int rank, const CallPlace& place,
                                  const DecisionRecord& record) override;
-  uint8_t InputFlags(int rank, const CallPlace& place) override;
+  InjectedInput InputFault(int rank, const CallPlace& place) override;
   bool ForcesFtz() const override;
   bool DropsPush(int rank, int target, uint64_t epoch) override;
   int DelaysPush(int rank, int target, uint64_t epoch) override;

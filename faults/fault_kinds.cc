@@ -243,6 +243,12 @@ constexpr FaultParam kWorkspaceParam{"workspace",
                                      "moe or attn_tp (default: moe where it has an equal-size "
                                      "group of other peers, else attn_tp)"};
 constexpr FaultParam kEpochParam{"epoch", "the workspace call it strikes, 1-based (default 2)"};
+constexpr FaultParam kRowParam{"row",
+                               "the first row (token) of the call's input it lands in, 0-based "
+                               "(default: the whole input; a row past the call's rows injects "
+                               "nothing)",
+                               int64_t{1} << 30};
+constexpr FaultParam kRowsParam{"rows", "how many rows from `row` (default 1)", int64_t{1} << 30};
 constexpr FaultParam kCountParam{"count",
                                  "how many captured inputs, from the first, go unrecorded "
                                  "(default 1)",
@@ -517,7 +523,7 @@ const std::vector<FaultKindInfo>& Table() {
        "inputs are sanitised to +0 before they are pushed",
        FaultStage::kInput,
        {K::kAtCall, K::kAtStep, K::kAtLayer, K::kAtSite, K::kAtPhase},
-       {},
+       {kRowParam, kRowsParam},
        false,
        &HasFusedBackend,
        &DrawAtCall,
@@ -529,7 +535,7 @@ const std::vector<FaultKindInfo>& Table() {
        "the sentinel test compares exact bits, so a subnormal is data",
        FaultStage::kInput,
        {K::kAtCall, K::kAtStep, K::kAtLayer, K::kAtSite, K::kAtPhase},
-       {},
+       {kRowParam, kRowsParam},
        false,
        &HasFusedBackend,
        &DrawAtCall,
@@ -901,6 +907,16 @@ absl::Status ValidateFault(const Scenario& s, const ParallelLayout& layout, cons
           absl::StrFormat("%s: fault '%s' parameter '%s' must be between 0 and %d, got %d", where,
                           f.kind, key, limit, number));
     }
+  }
+  if (f.params.count("rows") != 0 && f.params.count("row") == 0) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "%s: rows: fault '%s' places its rows from `row`, which is missing: add row (the first "
+        "row, 0-based)",
+        where, f.kind));
+  }
+  if (f.params.count("rows") != 0 && ParamOr(f, "rows", 1) < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("%s: rows: fault '%s' must strike at least one row", where, f.kind));
   }
   for (int r : f.ranks) {
     if (r < 0 || r >= layout.world_size()) {

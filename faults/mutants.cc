@@ -208,6 +208,16 @@ class InitFailureWithoutVote : public DispatchPolicy {
   bool LibraryAvailable(bool local_ok, bool) const override { return local_ok; }
 };
 
+// The hang SGLang's workspace preflight exists to prevent
+// (flashinfer_comm_fusion.py:337-342 @ 0.5.23; vLLM PR #53377): a rank whose
+// allocation failed leaves the set-up before its collectives, and its peers
+// wait in the handle exchange for it.
+class SetUpFailureSkipsExchange : public DispatchPolicy {
+ public:
+  std::string_view name() const override { return "setup-failure-skips-exchange"; }
+  bool JoinSetUpAfterLocalFailure() const override { return false; }
+};
+
 // vLLM #43616: the custom all-reduce grid sized from the local device's SM
 // count; ranks with other devices launch other grids, and the per-block
 // barrier flags of the extra blocks are never answered.
@@ -611,8 +621,8 @@ struct MutantEntry {
   std::unique_ptr<DispatchPolicy> (*make)();
 };
 
-const std::array<MutantEntry, 41>& Entries() {
-  static const std::array<MutantEntry, 41> kEntries = {{
+const std::array<MutantEntry, 42>& Entries() {
+  static const std::array<MutantEntry, 42> kEntries = {{
       {{"swallow-kernel-error", "a failing fused kernel falls back to NCCL on its own rank",
         "SGLang PR #30700 review (try/except fallback)", Verdict::kHang, "kernel_launch_failure"},
        &Make<SwallowKernelError>},
@@ -779,6 +789,12 @@ const std::array<MutantEntry, 41>& Entries() {
         "SGLang 0.5.23 custom_all_reduce_v2.py:513-514 (_register_graph_inputs returns early)",
         Verdict::kHang, "graph_input_unrecorded on every captured input"},
        &Make<GraphRegistrationSkippedWhenEmpty>},
+      {{"setup-failure-skips-exchange",
+        "a rank whose workspace allocation failed skips the set-up's exchange",
+        "SGLang 0.5.23 flashinfer_comm_fusion.py:329-393 (the preflight vote it skips); vLLM "
+        "PR #53377",
+        Verdict::kHang, "workspace_alloc_failure"},
+       &Make<SetUpFailureSkipsExchange>},
       {{"custom-flag-without-release",
         "the custom all-reduce's barrier flag stored without a release fence",
         "vLLM #8404, PR #8558 (custom all-reduce flags without release/acquire); vLLM #57059",

@@ -74,6 +74,8 @@ class HwRank : private CallHook {
   void BeginGraph(CallPhase, int64_t) {}
   void EndGraph() {}
   bool RegisterGraphInputs() { return true; }
+  // The workspaces' set-up exchanges ran in Setup, over MPI and cuMem handles.
+  bool SetUpWorkspaces() { return true; }
   std::optional<std::vector<int64_t>> AllGatherTokens(int64_t mine);
   std::optional<std::vector<int64_t>> AllGatherValue(int64_t mine, std::string_view what);
   void SetFusedTactic(FusedTactic tactic) { wiring_.tactic = tactic; }

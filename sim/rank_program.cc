@@ -209,6 +209,34 @@ class SimHost {
     graph_ = nullptr;
   }
 
+  // The set-up of every fusion workspace the rank is a member of, in the
+  // order they were created: one exchange over the workspace's group stands
+  // for its collectives (the allocation vote, flashinfer_comm_fusion.py:375,
+  // and the handle exchange and barrier of create_allreduce_fusion_workspace,
+  // 541-562 @ 0.5.23). What they agree is what the wiring's vote computed;
+  // here they are calls the scheduler interleaves, so a rank that leaves the
+  // set-up early leaves its peers waiting in it.
+  bool SetUpWorkspaces() {
+    for (const std::unique_ptr<SimWorkspace>& ws : run_.workspaces) {
+      if (ws->MemberOf(rank_) < 0) continue;
+      SimComm* comm = CommOf(ws->group());
+      if (comm == nullptr) continue;
+      const bool local_ok = rt_.wiring.local.workspace_allocated;
+      if (!local_ok && !run_.policy.JoinSetUpAfterLocalFailure()) {
+        NoteExchange(absl::StrFormat(
+            "workspace set-up: rank %d's allocation failed and it left before the set-up "
+            "exchange of fusion workspace %s, which its peers wait in",
+            rank_, ws->name()));
+        continue;
+      }
+      if (!Exchange(*comm, local_ok ? 1 : 0,
+                    absl::StrFormat("the set-up of fusion workspace %s", ws->name()))) {
+        return false;
+      }
+    }
+    return !ctx_.stopped();
+  }
+
   // After the captures, each custom all-reduce the rank is in registers the
   // inputs it captured (register_graph_buffers): an exchange of every
   // member's list over the group, in the order of the group objects.
@@ -225,10 +253,18 @@ class SimHost {
   SimTensor Input(const SiteRef& at, uint64_t instance, int64_t elems) {
     SiteRef here = at;
     here.phase = phase_;
-    const uint8_t flags = ctx_.faults != nullptr && phase_ != CallPhase::kCapture
-                              ? ctx_.faults->InputFlags(rank_, rt_.NextCall(here))
-                              : uint8_t{0};
-    return MakeInput(ctx_, rank_, instance, elems, flags);
+    if (ctx_.faults == nullptr || phase_ == CallPhase::kCapture) {
+      return MakeInput(ctx_, rank_, instance, elems);
+    }
+    const InjectedInput fault = ctx_.faults->InputFault(rank_, rt_.NextCall(here));
+    InputInjection injected{fault.flags, 0, -1};
+    if (fault.rows > 0) {
+      // Rows of the call's [tokens, hidden] input.
+      const int64_t hidden = ctx_.scenario.model.hidden;
+      injected.first = fault.first_row * hidden;
+      injected.elems = fault.rows * hidden;
+    }
+    return MakeInput(ctx_, rank_, instance, elems, injected);
   }
 
   SimTensor InputRows(uint64_t instance, int64_t rows, int64_t hidden, int64_t first, int64_t n) {
@@ -343,8 +379,35 @@ class SimHost {
     int64_t tokens = 0;
     std::vector<GraphCall> calls;
   };
-  void NoteRegistration(std::string note) {
-    if (run_.graph_registration_note.empty()) run_.graph_registration_note = std::move(note);
+  void NoteExchange(std::string note) {
+    if (run_.exchange_note.empty()) run_.exchange_note = std::move(note);
+  }
+
+  // The rank's communicator of group `group` (null: none, a group of one).
+  SimComm* CommOf(GroupId group) {
+    for (RankWiring::Group& g : rt_.wiring.groups) {
+      if (g.id != group || g.nccl == nullptr) continue;
+      return static_cast<const SimNcclBackend*>(g.nccl.get())->comm();
+    }
+    return nullptr;
+  }
+
+  // A host-level exchange of one value per member over `comm` (`what` names
+  // it if a peer misses the deadline); every member's value, in the
+  // communicator's order, into `values` when given.
+  bool Exchange(SimComm& comm, int64_t mine, const std::string& what,
+                std::vector<int64_t>* values = nullptr) {
+    ctx_.scheduler.Yield();
+    std::vector<int64_t> all = comm.AllGather(comm.MemberOf(rank_), mine);
+    if (ctx_.stopped()) return false;
+    if (const std::optional<int64_t> at = comm.TakeExpiry(comm.MemberOf(rank_))) {
+      ctx_.Report(BoundedWaitFinding(
+          rank_, nullptr,
+          protocol::PeerMissedDeadline(absl::StrFormat("%s over %s", what, comm.name())), *at));
+      return false;
+    }
+    if (values != nullptr) *values = std::move(all);
+    return true;
   }
 
   static SimCustomAllReduce* CustomInstance(CommBackend* chosen, const DecisionRecord& record) {
@@ -357,22 +420,18 @@ class SimHost {
     const int member = ar.MemberOf(rank_);
     const std::vector<int32_t>& mine = ar.RecordedGraphInputs(member);
     if (mine.empty() && !run_.policy.RegisterWithoutGraphInputs()) {
-      NoteRegistration(absl::StrFormat(
-          "rank %d recorded no input of custom all-reduce %s and skipped its registration "
-          "exchange, which its peers wait in",
-          rank_, ar.name()));
+      NoteExchange(
+          absl::StrFormat("CUDA graphs: rank %d recorded no input of custom all-reduce %s and "
+                          "skipped its registration "
+                          "exchange, which its peers wait in",
+                          rank_, ar.name()));
       return true;
     }
-    ctx_.scheduler.Yield();
-    const std::vector<int64_t> counts =
-        comm.AllGather(comm.MemberOf(rank_), static_cast<int64_t>(mine.size()));
-    if (ctx_.stopped()) return false;
-    if (const std::optional<int64_t> at = comm.TakeExpiry(comm.MemberOf(rank_))) {
-      ctx_.Report(BoundedWaitFinding(
-          rank_, nullptr,
-          protocol::PeerMissedDeadline(absl::StrFormat(
-              "custom all-reduce %s graph input registration over %s", ar.name(), comm.name())),
-          *at));
+    std::vector<int64_t> counts;
+    if (!Exchange(
+            comm, static_cast<int64_t>(mine.size()),
+            absl::StrFormat("the graph input registration of custom all-reduce %s", ar.name()),
+            &counts)) {
       return false;
     }
     // Each member's count, in the custom all-reduce's member order.
@@ -407,8 +466,9 @@ class SimHost {
           each.push_back(absl::StrFormat("rank %d: %d", ar.peers()[p], count_of[p]));
         }
       }
-      NoteRegistration(absl::StrFormat(
-          "rank %d registered its %d inputs of custom all-reduce %s by position against "
+      NoteExchange(absl::StrFormat(
+          "CUDA graphs: rank %d registered its %d inputs of custom all-reduce %s by position "
+          "against "
           "different counts (%s): its replays read other calls' inputs of those ranks",
           rank_, mine.size(), ar.name(), absl::StrJoin(each, ", ")));
     }

@@ -130,10 +130,11 @@ class SimRun {
   SimContext ctx;
   // The stores in flight under `memory: relaxed` (ctx.relaxed); null otherwise.
   std::unique_ptr<RelaxedVisibility> relaxed;
-  // The first registration of CUDA graph inputs that went wrong without
-  // raising (inputs paired by position across different counts, or a rank
-  // that skipped the exchange): named in a silent failure's report.
-  std::string graph_registration_note;
+  // The first host-level exchange that went wrong without raising (a rank
+  // that skipped a workspace's set-up exchange or a graph registration,
+  // graph inputs paired by position across different counts), as "what:
+  // how": named in a silent failure's report.
+  std::string exchange_note;
   const DispatchPolicy& policy;
   const SimOptions& options;
   ReplicaConfig replica;  // the serving configuration, resolved (Setup)

@@ -28,7 +28,7 @@ uint32_t NegativeSubnormal(proto::Elem e) { return proto::SignBit(e) | 0x3u; }
 }  // namespace
 
 std::vector<uint32_t> NumericInput(const SimContext& ctx, int rank, uint64_t instance,
-                                   int64_t elems, uint8_t flags) {
+                                   int64_t elems, const InputInjection& injected) {
   std::vector<uint32_t> bits(static_cast<size_t>(elems));
   StableHasher base(ctx.seed);
   base.Add(static_cast<uint64_t>(rank)).Add(instance);
@@ -39,33 +39,54 @@ std::vector<uint32_t> NumericInput(const SimContext& ctx, int rank, uint64_t ins
     const float f = static_cast<float>(static_cast<double>(h >> 40) / 8388608.0 - 1.0);
     bits[static_cast<size_t>(i)] = proto::FromFloat(f, ctx.elem);
   }
-  // Injected element classes land at fixed, seed-independent places.
-  if ((flags & kHasNegZero) != 0 && elems > 0) bits[0] = proto::NegZeroBits(ctx.elem);
-  if ((flags & kHasNegSubnormal) != 0 && elems > 1) {
-    bits[static_cast<size_t>(elems / 2)] = NegativeSubnormal(ctx.elem);
+  // Injected element classes land at fixed, seed-independent places of
+  // their range: its first element and its middle.
+  const int64_t first = std::min(injected.first, elems);
+  const int64_t n = injected.elems < 0 ? elems - first : std::min(injected.elems, elems - first);
+  if ((injected.flags & kHasNegZero) != 0 && n > 0) {
+    bits[static_cast<size_t>(first)] = proto::NegZeroBits(ctx.elem);
+  }
+  if ((injected.flags & kHasNegSubnormal) != 0 && n > 1) {
+    bits[static_cast<size_t>(first + n / 2)] = NegativeSubnormal(ctx.elem);
   }
   return bits;
 }
 
-SimTensor MakeInput(SimContext& ctx, int rank, uint64_t instance, int64_t elems, uint8_t flags) {
+SimTensor MakeInput(SimContext& ctx, int rank, uint64_t instance, int64_t elems,
+                    const InputInjection& injected) {
   SimTensor t;
   t.elems = elems;
   SimValue v;
   v.key_sum = ContributionKey(rank, instance);
   v.count = 1;
   v.bits = v.key_sum;
-  v.flags = flags;
   if (ctx.exact) v.exact = ctx.sets.Singleton(rank, instance);
+  // The injected range, within the input (empty: nothing injected).
+  const int64_t first = std::min(injected.first, elems);
+  const int64_t end = injected.elems < 0 ? elems : std::min(elems, first + injected.elems);
+  const uint8_t flags = first < end ? injected.flags : uint8_t{0};
   if (ctx.numeric_mode) {
-    if (flags != 0) ctx.injected_input_flags[{rank, instance}] |= flags;
-    std::vector<uint32_t> bits = NumericInput(ctx, rank, instance, elems, flags);
+    if (flags != 0) ctx.injected_inputs[{rank, instance}] = injected;
+    std::vector<uint32_t> bits = NumericInput(ctx, rank, instance, elems, injected);
     v.flags = ScanFlags(bits, ctx.elem);
     StableHasher h;
     for (uint32_t b : bits) h.Add(b);
     v.bits = h.digest();
     v.numeric = ctx.numeric.Add(std::move(bits));
+    t.runs.Write(Run{0, elems, v, 0, ctx.Clock(rank), rank});
+    return t;
   }
-  t.runs.Write(Run{0, elems, v, 0, ctx.Clock(rank), rank});
+  if (flags == 0 || (first == 0 && end == elems)) {
+    v.flags = flags;
+    t.runs.Write(Run{0, elems, v, 0, ctx.Clock(rank), rank});
+    return t;
+  }
+  // Only the range carries the injected classes.
+  if (first > 0) t.runs.Write(Run{0, first, v, 0, ctx.Clock(rank), rank});
+  SimValue in_range = v;
+  in_range.flags = flags;
+  t.runs.Write(Run{first, end, in_range, first, ctx.Clock(rank), rank});
+  if (end < elems) t.runs.Write(Run{end, elems, v, end, ctx.Clock(rank), rank});
   return t;
 }
 
@@ -74,7 +95,7 @@ SimTensor MakeInputRange(SimContext& ctx, int rank, uint64_t instance, int64_t e
   // The whole input, then zeros (no contribution, no array) outside the
   // range: element e still holds the contribution's element e, as the checks
   // regenerate it.
-  SimTensor t = MakeInput(ctx, rank, instance, elems, 0);
+  SimTensor t = MakeInput(ctx, rank, instance, elems);
   const int64_t begin = std::clamp<int64_t>(first, 0, elems);
   const int64_t end = std::clamp<int64_t>(first + n, begin, elems);
   if (begin > 0) t.runs.Write(Run{0, begin, SimValue{}, 0, ctx.Clock(rank), rank});
@@ -384,11 +405,12 @@ bool ReductionChecker::Check(SimContext& ctx, const ReductionCheck& c, const Sim
                                                            : 9.8e-4;
     std::vector<double> ref(static_cast<size_t>(c.elems), 0.0), mag(ref.size(), 0.0);
     for (int r : c.expected) {
-      const auto injected = ctx.injected_input_flags.find({r, c.instance});
-      const uint8_t flags = injected == ctx.injected_input_flags.end() ? 0 : injected->second;
+      const auto injected = ctx.injected_inputs.find({r, c.instance});
+      const InputInjection in_injected =
+          injected == ctx.injected_inputs.end() ? InputInjection{} : injected->second;
       // The contribution's elements [origin, origin + elems): a slice of a
       // larger input when the checked tensor is (a reduce-scatter's rows).
-      std::vector<uint32_t> in = NumericInput(ctx, r, c.instance, c.origin + c.elems, flags);
+      std::vector<uint32_t> in = NumericInput(ctx, r, c.instance, c.origin + c.elems, in_injected);
       for (size_t i = 0; i < ref.size(); ++i) {
         const double x =
             static_cast<double>(protocol::ToFloat(in[static_cast<size_t>(c.origin) + i], ctx.elem));

@@ -42,14 +42,16 @@ SimTensor SliceElements(const SimTensor& tensor, int64_t first, int64_t n);
 SimChunk Rebased(SimChunk chunk, int64_t shift);
 
 // Rank `rank`'s contribution at call instance `instance`: `elems` elements.
-// `flags` adds element classes an injected fault put in the data (−0,
-// negative subnormals); in numeric mode they are real elements.
-SimTensor MakeInput(SimContext& ctx, int rank, uint64_t instance, int64_t elems, uint8_t flags);
+// `injected` adds element classes a fault put in some of the data (−0,
+// negative subnormals); in numeric mode they are real elements, at the
+// range's first element (−0) and its middle (the subnormal).
+SimTensor MakeInput(SimContext& ctx, int rank, uint64_t instance, int64_t elems,
+                    const InputInjection& injected = {});
 
 // The numeric input of (rank, instance), regenerated (pure function of the
 // seed): the reference the checks sum in double precision.
 std::vector<uint32_t> NumericInput(const SimContext& ctx, int rank, uint64_t instance,
-                                   int64_t elems, uint8_t flags);
+                                   int64_t elems, const InputInjection& injected = {});
 
 // A running sum of chunks of one element range, in the order added. The range
 // is cut where the chunks' pieces begin and end, so elements with different

@@ -23,6 +23,14 @@ enum ValueFlag : uint8_t {
   kShifted = 4,          // elements landed at another offset than written (layouts disagree)
 };
 
+// Element classes a fault injects into one input (ValueFlag bits), in its
+// elements [first, first + elems) (elems < 0: the whole input).
+struct InputInjection {
+  uint8_t flags = 0;
+  int64_t first = 0;
+  int64_t elems = -1;
+};
+
 // The contents of one run of elements.
 //  - key_sum/count: a multiset fingerprint of the contributions summed into
 //    it (contribution = one rank's input at one call instance); equal

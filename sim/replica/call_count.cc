@@ -61,6 +61,7 @@ class CountingHost {
   void BeginGraph(CallPhase phase, int64_t /*tokens*/) { phase_ = phase; }
   void EndGraph() { phase_ = CallPhase::kEager; }
   bool RegisterGraphInputs() { return true; }
+  bool SetUpWorkspaces() { return true; }
   // A call reaches a backend (and counts) unless its group has one rank.
   bool Reduce(const SiteRef& site, GroupRole role, const TensorDesc&, Data&, const CallContext&) {
     if (phase_ != CallPhase::kCapture && layout_.GroupSize(layout_.GroupOf(role, rank_)) > 1) {

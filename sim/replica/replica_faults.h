@@ -35,6 +35,15 @@ struct CallPlace {
   SiteRef site;              // where in the model: step, layer (-1: none) and site kind
 };
 
+// What an input fault puts into one call's input: element classes
+// (ValueFlag bits: −0, negative subnormals) in rows [first_row, first_row +
+// rows) of it, or in the whole input (rows 0).
+struct InjectedInput {
+  uint8_t flags = 0;
+  int64_t first_row = 0;
+  int64_t rows = 0;
+};
+
 class ReplicaFaults {
  public:
   virtual ~ReplicaFaults() = default;
@@ -70,9 +79,8 @@ class ReplicaFaults {
                                          const DecisionRecord& /*record*/) {
     return absl::OkStatus();
   }
-  // Element classes injected into the input of the rank's call at `place`
-  // (ValueFlag bits: −0, negative subnormals).
-  virtual uint8_t InputFlags(int /*rank*/, const CallPlace& /*place*/) { return 0; }
+  // What is injected into the input of the rank's call at `place`.
+  virtual InjectedInput InputFault(int /*rank*/, const CallPlace& /*place*/) { return {}; }
 };
 
 }  // namespace lockstep

@@ -44,6 +44,9 @@
 //   // (kReplay) the CUDA graph of `tokens` (workload.cuda_graph_tokens);
 //   // the host stamps each call's site with the phase.
 //   void BeginGraph(CallPhase phase, int64_t tokens);  void EndGraph();
+//   // Before anything else: the fusion workspaces' set-up collectives (the
+//   // allocation vote and the handle exchange), as calls; false ends the rank.
+//   bool SetUpWorkspaces();
 //   // After the captures: the custom all-reduce's registration of the graph
 //   // inputs captured (an exchange over each group); false ends the rank.
 //   bool RegisterGraphInputs();
@@ -124,6 +127,7 @@ class WorkloadProgram {
   }
 
   void Run() {
+    if (!host_.SetUpWorkspaces()) return;
     if (!Autotune()) return;
     if (!CaptureGraphs()) return;
     for (int step = 0; step < scenario_.workload.steps && !host_.Stopped(); ++step) {

@@ -399,9 +399,9 @@ SimResult AnalyzeRun(const SimRun& run) {
     result.summary += "; relaxed memory: " + run.ctx.relaxed->late_read();
     result.details["late_store"] = run.ctx.relaxed->late_read();
   }
-  if (IsSilentFailure(result.verdict) && !run.graph_registration_note.empty()) {
-    result.summary += "; CUDA graphs: " + run.graph_registration_note;
-    result.details["graph_registration"] = run.graph_registration_note;
+  if (IsSilentFailure(result.verdict) && !run.exchange_note.empty()) {
+    result.summary += "; " + run.exchange_note;
+    result.details["exchange"] = run.exchange_note;
   }
   return result;
 }

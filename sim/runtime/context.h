@@ -67,9 +67,9 @@ struct SimContext {
   protocol::Elem elem;
   ContributorSets sets;
   NumericStore numeric;
-  // Element classes a fault injected into (rank, instance)'s numeric input,
-  // so that the double-precision reference sums what the ranks really sent.
-  std::map<std::pair<int, uint64_t>, uint8_t> injected_input_flags;
+  // What a fault injected into (rank, instance)'s numeric input, so that the
+  // double-precision reference sums what the ranks really sent.
+  std::map<std::pair<int, uint64_t>, InputInjection> injected_inputs;
   std::vector<int64_t> clock;
   Trace trace;
   std::optional<Finding> finding;

@@ -229,5 +229,26 @@ TEST(CudaGraphs, ARankThatCapturedNothingStillJoinsTheRegistration_SGLangCustomA
                                "[0,1,2,3,4,5,6,7] and skipped its registration exchange"));
 }
 
+// --- Workspace set-up as a collective: the allocation vote and the handle ----
+// --- exchange are calls the scheduler interleaves, not an instant agreement. -
+
+TEST(WorkspaceSetUp, ARankWhoseAllocationFailedStillJoinsTheExchange_SGLangPreflightVote) {
+  ExpectReferenceHolds("faults/tp8-workspace-alloc-failure");
+  ExpectReferenceHolds("faults/tp8-ep4-moedp2-workspace-alloc-failure");
+  // Rank 5 leaves the set-up when its allocation fails; its peers wait in
+  // the handle exchange for it while it runs on (flashinfer_comm_fusion.py:
+  // 337-342 @ 0.5.23 describes this hang; the preflight vote prevents it).
+  ExpectMutantCaught("faults/tp8-workspace-alloc-failure", "setup-failure-skips-exchange",
+                     Verdict::kHang,
+                     HasSubstr("workspace set-up: rank 5's allocation failed and it left before "
+                               "the set-up exchange of fusion workspace"));
+  // On a TP group of 32 the skipping rank's first all-reduce meets its
+  // peers' set-up exchange on the same communicator.
+  ExpectMutantCaught(
+      "faults/tp32-gb200-workspace-alloc-failure", "setup-failure-skips-exchange",
+      Verdict::kMismatch,
+      AllOf(HasSubstr("posted all_gather of 1 fp32"), HasSubstr("posted all_reduce of")));
+}
+
 }  // namespace
 }  // namespace lockstep::regression

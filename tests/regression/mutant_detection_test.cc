@@ -119,6 +119,11 @@ const std::map<std::string, std::vector<std::string>>& Targets() {
       {"graph-registration-unchecked",
        {"faults/tp8-graph-input-unrecorded", "faults/tp8-graph-inputs-all-unrecorded"}},
       {"graph-registration-skipped-when-empty", {"faults/tp8-graph-inputs-all-unrecorded"}},
+      // Workspace set-up as a collective: a rank whose allocation failed
+      // still joins the exchange.
+      {"setup-failure-skips-exchange",
+       {"faults/tp8-workspace-alloc-failure", "faults/tp32-gb200-workspace-alloc-failure",
+        "faults/tp8-ep4-moedp2-workspace-alloc-failure"}},
   };
   return *kTargets;
 }
