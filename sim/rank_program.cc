@@ -50,7 +50,8 @@ class HostLamportCounters final : public CallHook {
 
   absl::Status BeforeExecute(const DecisionRecord& record, CommBackend& chosen) override {
     SimWorkspace* ws = FusedWorkspace(&chosen, record);
-    if (ws == nullptr) return absl::OkStatus();
+    // Not a member: the backend itself raises.
+    if (ws == nullptr || ws->MemberOf(rank_) < 0) return absl::OkStatus();
     protocol::LamportState& state = ws->State(ws->MemberOf(rank_));
     const protocol::LamportState& args = frozen_ != nullptr ? *frozen_ : CounterOf(ws);
     state.buffer = args.buffer;
@@ -420,11 +421,10 @@ class SimHost {
     const int member = ar.MemberOf(rank_);
     const std::vector<int32_t>& mine = ar.RecordedGraphInputs(member);
     if (mine.empty() && !run_.policy.RegisterWithoutGraphInputs()) {
-      NoteExchange(
-          absl::StrFormat("CUDA graphs: rank %d recorded no input of custom all-reduce %s and "
-                          "skipped its registration "
-                          "exchange, which its peers wait in",
-                          rank_, ar.name()));
+      NoteExchange(absl::StrFormat(
+          "CUDA graphs: rank %d recorded no input of custom all-reduce %s and skipped its "
+          "registration exchange, which its peers wait in",
+          rank_, ar.name()));
       return true;
     }
     std::vector<int64_t> counts;
@@ -436,8 +436,9 @@ class SimHost {
     }
     // Each member's count, in the custom all-reduce's member order.
     std::vector<int64_t> count_of;
-    for (int peer : ar.peers())
+    for (int peer : ar.peers()) {
       count_of.push_back(counts[static_cast<size_t>(comm.MemberOf(peer))]);
+    }
     const bool equal = std::all_of(count_of.begin(), count_of.end(),
                                    [&](int64_t c) { return c == count_of.front(); });
     if (!equal && run_.policy.CheckGraphInputCounts()) {
@@ -468,8 +469,7 @@ class SimHost {
       }
       NoteExchange(absl::StrFormat(
           "CUDA graphs: rank %d registered its %d inputs of custom all-reduce %s by position "
-          "against "
-          "different counts (%s): its replays read other calls' inputs of those ranks",
+          "against different counts (%s): its replays read other calls' inputs of those ranks",
           rank_, mine.size(), ar.name(), absl::StrJoin(each, ", ")));
     }
     // Row r reads each peer's r-th recorded input; past a peer's list the
