@@ -203,6 +203,21 @@ TEST(CudaGraphs, AFaultPlacedAtReplayFiresAtAReplayedCall) {
               AllOf(HasSubstr("rank 3 raised"), HasSubstr("step 1 "), HasSubstr("(replay)")));
 }
 
+TEST(CudaGraphs, ASubnormalOnReplayIsDataNotTheSentinel_FlashInfer3053) {
+  // A negative subnormal in one row of rank 2's replayed inputs, with
+  // flush-to-zero: the reference's bitwise sentinel test reads it as data; a
+  // test that compares values reads it as −0 and its readers poll for ever
+  // (the piecewise-graph replay hang FlashInfer PR #3304 fixed).
+  ExpectReferenceHolds("faults/tp8-replay-negative-subnormal-ftz");
+  ExpectMutantCaught("faults/tp8-replay-negative-subnormal-ftz", "sentinel-zero-and-signbit",
+                     Verdict::kHang, HasSubstr("wait on each other"));
+  // Every blocked rank polls for rank 2's push of the replayed call.
+  std::optional<SilentRun> caught =
+      FirstSilentFailure("faults/tp8-replay-negative-subnormal-ftz", "sentinel-zero-and-signbit");
+  ASSERT_TRUE(caught.has_value());
+  EXPECT_THAT(caught->result.details.dump(), HasSubstr("for the push of rank 2"));
+}
+
 TEST(CudaGraphs, RegistrationComparesEveryMembersCountOfCapturedInputs_vLLM39788) {
   ExpectReferenceHolds("tp8-cuda-graphs-custom-llama3-h200");
   ExpectReferenceHolds("faults/tp8-graph-input-unrecorded");

@@ -53,8 +53,8 @@ const std::map<std::string, std::vector<std::string>>& Targets() {
        {"faults/tp8-sm-count-divergence", "faults/tp8-ep8-b200-sm-count-divergence",
         "faults/tp2-pcie-sm-count-divergence"}},
       {"sentinel-zero-and-signbit",
-       {"faults/tp8-negative-subnormal-ftz",
-        "faults/tp8-deepseek-v4-gb200-negative-subnormal-ftz"}},
+       {"faults/tp8-negative-subnormal-ftz", "faults/tp8-deepseek-v4-gb200-negative-subnormal-ftz",
+        "faults/tp8-replay-negative-subnormal-ftz"}},
       {"no-input-sanitising",
        {"faults/tp8-negative-zero-inputs", "faults/tp2-h200x2-negative-zero-inputs"}},
       // Only where the previous call in the buffer was larger than the next
