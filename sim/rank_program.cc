@@ -254,9 +254,8 @@ class SimHost {
   SimTensor Input(const SiteRef& at, uint64_t instance, int64_t elems) {
     SiteRef here = at;
     here.phase = phase_;
-    if (ctx_.faults == nullptr || phase_ == CallPhase::kCapture) {
-      return MakeInput(ctx_, rank_, instance, elems);
-    }
+    if (phase_ == CallPhase::kCapture) return CaptureTensor(elems);
+    if (ctx_.faults == nullptr) return MakeInput(ctx_, rank_, instance, elems);
     const InjectedInput fault = ctx_.faults->InputFault(rank_, rt_.NextCall(here));
     InputInjection injected{fault.flags, 0, -1};
     if (fault.rows > 0) {
@@ -269,6 +268,7 @@ class SimHost {
   }
 
   SimTensor InputRows(uint64_t instance, int64_t rows, int64_t hidden, int64_t first, int64_t n) {
+    if (phase_ == CallPhase::kCapture) return CaptureTensor(rows * hidden);
     return MakeInputRange(ctx_, rank_, instance, rows * hidden, first * hidden, n * hidden);
   }
 
@@ -290,7 +290,7 @@ class SimHost {
       for (size_t m = 0; m < rows.size(); ++m) {
         if (op == RowCollective::kAllGather || static_cast<int>(m) == member) out += rows[m];
       }
-      data = MakeInputRange(ctx_, rank_, 0, out * hidden, 0, 0);
+      data = CaptureTensor(out * hidden);
       return true;
     }
     ctx_.scheduler.Yield();  // a communicator call is a scheduling point
@@ -380,6 +380,13 @@ class SimHost {
     int64_t tokens = 0;
     std::vector<GraphCall> calls;
   };
+  // What a capture's calls carry: a shape and no data (nothing runs, nothing
+  // is checked), so that a capture costs no numeric input.
+  static SimTensor CaptureTensor(int64_t elems) {
+    SimTensor t;
+    t.elems = elems;
+    return t;
+  }
   void NoteExchange(std::string note) {
     if (run_.exchange_note.empty()) run_.exchange_note = std::move(note);
   }

@@ -56,6 +56,8 @@ bool HasCustomAllReduce(const GroupObject& object) {
 uint64_t MaxTokensPerCall(const Scenario& s, const ParallelWidths& w) {
   int64_t largest = 1;
   for (int64_t t : s.workload.tokens) largest = std::max(largest, t);
+  // A captured CUDA graph runs at its size, and a replay pads up to one.
+  for (int64_t t : s.workload.cuda_graph_tokens) largest = std::max(largest, t);
   for (const auto& group : s.workload.dp_tokens) {
     for (int64_t t : group) largest = std::max(largest, t);
   }
