@@ -108,21 +108,29 @@ TEST(FaultKindsTest, EachStageHasItsEffectAndGpusInjectWhatActsOutsideTheMemoryM
 }
 
 // A scenario file with one fault entry, run through the command line.
-int RunSim(const std::string& fault, std::string* err) {
+// The scenario RunSim writes the fault into, up to its faults: list.
+constexpr char kFaultKeyScenario[] =
+    "version: 1\nname: fault-key\nhardware: h200x8\nparallel: {tp: 4}\n"
+    "model: llama-3-70b\nworkload: {steps: 2, tokens: [4], layers: 2}\n";
+
+// A scenario file (`scenario`, then `fault` as its one fault entry), run
+// through the command line: its stderr into `err`, its stdout into `out`
+// when given.
+int RunSim(const std::string& fault, std::string* err,
+           const std::string& scenario = kFaultKeyScenario, std::string* out = nullptr) {
   // One file per process: ctest runs each test in its own process, in
   // parallel, and other checkouts' tests share the scratch directory.
   const std::string path =
       lockstep::testing::ScratchDir() + "/fault_key-" + std::to_string(getpid()) + ".yaml";
   {
-    std::ofstream out(path);
-    out << "version: 1\nname: fault-key\nhardware: h200x8\nparallel: {tp: 4}\n"
-           "model: llama-3-70b\nworkload: {steps: 2, tokens: [4], layers: 2}\nfaults:\n  - "
-        << fault << "\n";
+    std::ofstream file(path);
+    file << scenario << "faults:\n  - " << fault << "\n";
   }
   std::ostringstream o, e;
   const std::vector<std::string> argv = {"lockstep", "sim", path};
   const int code = cli::Main(argv, o, e);
   *err = e.str();
+  if (out != nullptr) *out = o.str();
   std::filesystem::remove(path);
   return code;
 }
@@ -163,22 +171,16 @@ TEST(FaultKindsTest, PhasePlacementIsRefusedWhereItCannotFire) {
 }
 
 TEST(FaultKindsTest, PhasePlacementWithGraphs) {
-  const std::string dir = lockstep::testing::ScratchDir();
-  auto run = [&](const std::string& fault, std::string* err) {
-    const std::string path = dir + "/fault_phase-" + std::to_string(getpid()) + ".yaml";
-    {
-      std::ofstream out(path);
-      out << "version: 1\nname: fault-phase\nhardware: h200x8\nparallel: {tp: 4}\n"
-             "model: llama-3-70b\ndispatch: {fused_backend: true, max_tokens: 256}\n"
-             "workload: {steps: 2, tokens: [64, 3], layers: 2, cuda_graph_tokens: [1, 4]}\n"
-             "faults:\n  - "
-          << fault << "\n";
-    }
-    std::ostringstream o, e;
-    const std::vector<std::string> argv = {"lockstep", "sim", path};
-    const int code = cli::Main(argv, o, e);
-    *err = e.str() + o.str();
-    std::filesystem::remove(path);
+  // stderr and stdout together.
+  auto run = [](const std::string& fault, std::string* err) {
+    std::string out;
+    const int code = RunSim(fault, err,
+                            "version: 1\nname: fault-phase\nhardware: h200x8\nparallel: {tp: 4}\n"
+                            "model: llama-3-70b\ndispatch: {fused_backend: true, max_tokens: 256}\n"
+                            "workload: {steps: 2, tokens: [64, 3], layers: 2, "
+                            "cuda_graph_tokens: [1, 4]}\n",
+                            &out);
+    *err += out;
     return code;
   };
   std::string err;
