@@ -116,7 +116,7 @@ int RunHw(std::span<const std::string> args, std::ostream& out, std::ostream& er
       SimOptions compare_options = sim_options;
       compare_options.keep_trace = true;
       absl::StatusOr<SimResult> simulated =
-          faults::SimulateWithFaults(hw::AsRunOnHardware(*scenario), compare_options, registry);
+          faults::SimulateWithFaults(*scenario, compare_options, registry);
       if (!simulated.ok()) {
         err << "lockstep hw: simulating for --compare: " << simulated.status().message() << "\n";
         code = kExitUsage;

@@ -26,4 +26,18 @@ std::string LamportShapeRefusal(const LamportShape& s) {
   return "";
 }
 
+std::string CustomShapeRefusal(const CustomShape& s) {
+  if (s.world < 1 || s.world > kCustomKernelMaxPeers) {
+    return absl::StrFormat("world %d: the custom all-reduce kernel serves 1 to %d ranks", s.world,
+                           kCustomKernelMaxPeers);
+  }
+  if (s.bytes <= 0 || s.bytes % kKernelVectorBytes != 0) {
+    return absl::StrFormat(
+        "%d bytes: the custom all-reduce moves %d-byte vectors, so a message must be a positive "
+        "whole number of them",
+        s.bytes, kKernelVectorBytes);
+  }
+  return "";
+}
+
 }  // namespace lockstep

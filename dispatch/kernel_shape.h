@@ -45,6 +45,23 @@ constexpr bool RowIsWholeVectors(int64_t hidden, int64_t elem_bytes) {
 // Why the kernels refuse `shape`, or an empty string when they run it.
 std::string LamportShapeRefusal(const LamportShape& shape);
 
+// Ranks one custom all-reduce serves: SGLang 0.5.23's v2 kernels are
+// instantiated up to 16 (kMaxWorldSize, sgl_kernel/distributed/
+// communicator.cuh:26); lockstep's kernel signals and waits with one thread
+// per peer.
+inline constexpr int kCustomKernelMaxPeers = 16;
+
+struct CustomShape {
+  int world = 1;
+  int64_t bytes = 0;  // per rank
+};
+
+// Why the custom all-reduce kernel refuses `shape`, or "" when it runs it.
+// The custom backend's predicates (CustomPredicatesHold) admit a subset: a
+// world size the generation serves, bytes % 16 == 0, within the size bound
+// (which the staging buffer is allocated to).
+std::string CustomShapeRefusal(const CustomShape& shape);
+
 }  // namespace lockstep
 
 #endif  // LOCKSTEP_DISPATCH_KERNEL_SHAPE_H_

@@ -70,6 +70,37 @@ absl::StatusOr<std::unique_ptr<FusedAllReduceBackend>> GpuWiringRuntime::MakeFus
   return fused;
 }
 
+absl::StatusOr<std::unique_ptr<CustomAllReduceBackend>> GpuWiringRuntime::MakeCustom(
+    int object, GroupId group, const CustomAgreedState& agreed) {
+  cuda::LamportWorkspace* region = nullptr;
+  if (agreed.available && agreed.max_bytes > 0) {
+    cuda::WorkspaceSpec spec;
+    spec.world = static_cast<int>(layout_.Peers(group).size());
+    // The staging buffer holds the largest message the predicates admit
+    // (max_bytes inclusive), in whole 16-byte vectors.
+    spec.custom_bytes = (agreed.max_bytes + 15) / 16 * 16;
+    MPI_Comm comm = SplitFor(group);
+    MpiExchange exchange(comm);
+    absl::StatusOr<std::unique_ptr<cuda::LamportWorkspace>> created =
+        cuda::LamportWorkspace::CreateShared(spec, options_.device, exchange);
+    MPI_Comm_free(&comm);
+    if (!created.ok()) {
+      return absl::Status(
+          created.status().code(),
+          absl::StrFormat("custom all-reduce of %s %s: %s",
+                          layout_.objects()[static_cast<size_t>(object)].name,
+                          layout_.PeersToString(group), created.status().message()));
+    }
+    workspaces_.push_back(*std::move(created));
+    region = workspaces_.back().get();
+  }
+  auto custom = std::make_unique<cuda::GpuCustomBackend>(region, options_.stream);
+  custom->set_wait_budget_ns(options_.kernel_wait_ns);
+  custom->set_before_call(options_.before_call);
+  groups_[static_cast<size_t>(object)].custom = custom.get();
+  return custom;
+}
+
 absl::StatusOr<std::unique_ptr<NcclBackend>> GpuWiringRuntime::MakeNccl(int object, GroupId group) {
   GpuGroup& g = groups_[static_cast<size_t>(object)];
   g.name = absl::StrFormat("%s %s", layout_.objects()[static_cast<size_t>(object)].name,

@@ -31,6 +31,7 @@ struct GpuGroup {
   MPI_Comm mpi = MPI_COMM_NULL;
   ncclComm_t nccl = nullptr;
   cuda::GpuFusedBackend* fused = nullptr;  // owned by the rank's RankWiring
+  cuda::GpuCustomBackend* custom = nullptr;
   cuda::GpuNcclBackend* nccl_backend = nullptr;
 };
 
@@ -68,13 +69,19 @@ class GpuWiringRuntime final : public WiringRuntime {
                                                   uint32_t generation, bool reachable) override;
   absl::StatusOr<std::unique_ptr<FusedAllReduceBackend>> MakeFused(
       int object, GroupId group, WorkspaceHandle workspace) override;
-  // No custom all-reduce on GPUs yet: the chain goes fused -> NCCL.
-  std::unique_ptr<CustomAllReduceBackend> MakeCustom(int, GroupId) override { return nullptr; }
+  // The custom all-reduce: a region (staging buffer of the agreed size
+  // bound, barrier flags) shared by the group's members through cuMem
+  // handles swapped over MPI; no region where the agreed state says the
+  // backend is unavailable (its predicates refuse every call, on every
+  // member alike).
+  absl::StatusOr<std::unique_ptr<CustomAllReduceBackend>> MakeCustom(
+      int object, GroupId group, const CustomAgreedState& agreed) override;
   absl::StatusOr<std::unique_ptr<NcclBackend>> MakeNccl(int object, GroupId group) override;
 
   // How the workspaces' peers reach them (LamportWorkspace::sharing()), or "none".
   const std::string& sharing() const { return sharing_; }
-  // The workspaces (null where the members' GPUs do not reach each other).
+  // The workspaces (null where the members' GPUs do not reach each other),
+  // then the custom all-reduce regions, in creation order.
   std::vector<std::unique_ptr<cuda::LamportWorkspace>>& workspaces() { return workspaces_; }
 
  private:

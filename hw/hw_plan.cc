@@ -4,7 +4,9 @@
 #include <sstream>
 
 #include "absl/strings/str_format.h"
+#include "dispatch/serving_args.h"
 #include "dispatch/workspace.h"
+#include "kernels/cuda/lamport_launch.h"
 #include "kernels/protocol/two_shot.h"
 #include "sim/replica/replica_config.h"
 #include "sim/report/layout_report.h"
@@ -12,14 +14,8 @@
 
 namespace lockstep::hw {
 
-Scenario AsRunOnHardware(Scenario scenario) {
-  scenario.dispatch.custom_allreduce = false;
-  return scenario;
-}
-
-absl::StatusOr<std::string> DescribeHwPlan(const Scenario& input, const std::string& policy_name,
+absl::StatusOr<std::string> DescribeHwPlan(const Scenario& scenario, const std::string& policy_name,
                                            uint64_t seed, const PolicyRegistry& registry) {
-  const Scenario scenario = AsRunOnHardware(input);
   absl::StatusOr<ParallelLayout> layout = ParallelLayout::Build(scenario.parallel);
   if (!layout.ok()) return layout.status();
   const std::string name = policy_name.empty() ? scenario.dispatch.policy : policy_name;
@@ -69,6 +65,41 @@ absl::StatusOr<std::string> DescribeHwPlan(const Scenario& input, const std::str
                                static_cast<double>(3 * elems * elem_bytes) / (1 << 20));
       }
     }
+  }
+
+  // The custom all-reduce's regions: one per group of every object that
+  // offers it, sized to the agreed bound (GpuWiringRuntime::MakeCustom).
+  out << "\ncustom all-reduce regions (staging buffer + barrier flags, cuMem FABRIC or POSIX-fd "
+         "handles):\n";
+  const CustomAgreedState& custom = config->wiring.custom;
+  bool any_custom = false;
+  if (custom.available) {
+    for (const GroupObject& object : layout->objects()) {
+      if (!(*policy)->ObjectHasCustomAllReduce(object)) continue;
+      for (GroupId id : object.members) {
+        const int size = layout->GroupSize(id);
+        if (size <= 1) continue;
+        any_custom = true;
+        // On the launcher's placement a group is on one host or not; the
+        // runner's NVLink and clique answers are "same host" too.
+        const std::span<const int> peers = layout->Peers(id);
+        bool one_node = true;
+        for (int p : peers) one_node &= p / per_node == peers.front() / per_node;
+        const CustomAgreedState agreed =
+            ChooseCustomGeneration(custom, size, one_node, one_node, one_node);
+        const int64_t staging = (agreed.max_bytes + 15) / 16 * 16;
+        out << absl::StrFormat(
+            "  %s %s: generation %d, messages <%s %d bytes, %.1f MiB staging + %d KiB flags per "
+            "rank\n",
+            object.name, layout->PeersToString(id), agreed.generation,
+            agreed.max_inclusive ? "=" : "", agreed.max_bytes,
+            static_cast<double>(staging) / (1 << 20), cuda::kCustomFlagBytes / 1024);
+      }
+    }
+  }
+  if (!any_custom) {
+    out << (scenario.dispatch.custom_allreduce ? "  none (no group object offers one)\n"
+                                               : "  none (dispatch.custom_allreduce: false)\n");
   }
 
   // The backend of every call of the first step, as the dispatch core decides.

@@ -15,11 +15,6 @@
 
 namespace lockstep::hw {
 
-// The scenario as the hardware runs it: the custom all-reduce is off (lockstep
-// has no GPU implementation of it), so NCCL serves what it would have served.
-// `--compare` simulates this scenario too.
-Scenario AsRunOnHardware(Scenario scenario);
-
 // The plan. Placement is the launcher's default (rank r on node
 // r / gpus_per_node, GPU r % gpus_per_node); the per-site backends come from
 // a simulated run of `seed` under the scenario's policy (or `policy`).

@@ -132,9 +132,8 @@ bool HwCanInject(std::string_view kind) {
   return info != nullptr && info->gpu_injectable;
 }
 
-absl::StatusOr<HwResult> RunOnHardware(const Scenario& input, const HwOptions& options,
+absl::StatusOr<HwResult> RunOnHardware(const Scenario& scenario, const HwOptions& options,
                                        const PolicyRegistry& registry) {
-  const Scenario scenario = AsRunOnHardware(input);
   int rank = 0, world = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &world);

@@ -99,7 +99,8 @@ class SimWiringRuntime final : public WiringRuntime {
     return std::make_unique<SimFusedBackend>(backend_context_,
                                              run_.workspaces[static_cast<size_t>(workspace)].get());
   }
-  std::unique_ptr<CustomAllReduceBackend> MakeCustom(int object, GroupId group) override {
+  absl::StatusOr<std::unique_ptr<CustomAllReduceBackend>> MakeCustom(
+      int object, GroupId group, const CustomAgreedState&) override {
     return std::make_unique<SimCustomBackend>(backend_context_,
                                               Instance(run_.customs, custom_index_, object, group));
   }

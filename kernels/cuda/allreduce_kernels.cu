@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_format.h"
 #include "kernels/cuda/allreduce_kernels.h"
+#include "kernels/cuda/custom_device.cuh"
 #include "kernels/cuda/lamport_device.cuh"
 #include "kernels/protocol/one_shot.h"
 #include "kernels/protocol/two_shot.h"
@@ -135,6 +136,11 @@ __global__ void __launch_bounds__(kMaxThreads)
   a.world = p.world;
   a.elems = p.elems;
   a.elem = E;
+  if (p.custom) {
+    DeviceCustomMem<E, kChunkVectors> mem(view);
+    protocol::CustomAllReduce(mem, a);
+    return;
+  }
   if (!p.rms_norm) {
     DeviceLamportMem<E, kChunkVectors> mem(view);
     if (p.two_shot) {
@@ -241,15 +247,30 @@ int MaxCoResidentBlocksPerRank(const LamportLaunch& launch) {
 absl::Status LaunchLamport(LamportLaunch launch, cudaStream_t stream) {
   // The shape rules are the dispatch core's (dispatch/kernel_shape.h): the
   // fused backend's predicates refused any call they refuse, on every rank.
-  LamportShape shape;
-  shape.world = launch.world;
-  shape.elems = launch.elems;
-  shape.hidden = launch.hidden;
-  shape.elem_bytes = protocol::ElemBytes(launch.elem);
-  shape.rms_norm = launch.rms_norm;
-  shape.two_shot = launch.two_shot;
-  if (const std::string why = LamportShapeRefusal(shape); !why.empty()) {
-    return absl::InvalidArgumentError(why);
+  // The custom all-reduce's are the custom backend's (CustomShapeRefusal).
+  if (launch.custom) {
+    CustomShape shape;
+    shape.world = launch.world;
+    shape.bytes = launch.elems * protocol::ElemBytes(launch.elem);
+    if (const std::string why = CustomShapeRefusal(shape); !why.empty()) {
+      return absl::InvalidArgumentError(why);
+    }
+    if (launch.rms_norm || launch.two_shot) {
+      return absl::InvalidArgumentError(
+          "the custom all-reduce has no two-shot or RMSNorm variant in lockstep's kernels");
+    }
+    launch.blocks_per_rank = std::min(launch.blocks_per_rank, kCustomFlagBlocks);
+  } else {
+    LamportShape shape;
+    shape.world = launch.world;
+    shape.elems = launch.elems;
+    shape.hidden = launch.hidden;
+    shape.elem_bytes = protocol::ElemBytes(launch.elem);
+    shape.rms_norm = launch.rms_norm;
+    shape.two_shot = launch.two_shot;
+    if (const std::string why = LamportShapeRefusal(shape); !why.empty()) {
+      return absl::InvalidArgumentError(why);
+    }
   }
   if (launch.virtual_ranks < 1 || launch.virtual_ranks > kMaxVirtualRanks) {
     return absl::InvalidArgumentError(
@@ -290,7 +311,8 @@ absl::Status CheckLamportStatus(const LamportLaunch& launch, cudaStream_t stream
       cudaMemcpyDeviceToHost, stream);
   if (err == cudaSuccess) err = cudaStreamSynchronize(stream);
   if (err != cudaSuccess) {
-    return absl::InternalError(absl::StrFormat("fused all-reduce: %s", CudaErrorText(err)));
+    return absl::InternalError(absl::StrFormat(
+        "%s all-reduce: %s", launch.custom ? "custom" : "fused", CudaErrorText(err)));
   }
   for (int v = 0; v < launch.virtual_ranks; ++v) {
     const LamportStatus& s = status[v];
@@ -300,6 +322,12 @@ absl::Status CheckLamportStatus(const LamportLaunch& launch, cudaStream_t stream
       return index >= 0 && static_cast<size_t>(index) < peer_names.size() ? peer_names[index]
                                                                           : index;
     };
+    if (launch.custom) {
+      // The custom kernel records the barrier's phase and the call's epoch.
+      return protocol::CustomBarrierFailure(error, name(launch.ranks[v].rank), name(s.waited_peer),
+                                            s.buffer, static_cast<uint64_t>(s.offset),
+                                            s.elapsed_ns);
+    }
     return protocol::LamportFailure(error, name(launch.ranks[v].rank), name(s.waited_peer),
                                     s.buffer, s.offset, s.elapsed_ns);
   }

@@ -106,6 +106,70 @@ absl::Status GpuFusedBackend::AllReduce(Tensor& tensor, const DecisionRecord& re
   return CheckLamportStatus(*launch, stream_);
 }
 
+GpuCustomBackend::GpuCustomBackend(LamportWorkspace* region, cudaStream_t stream)
+    : region_(region), stream_(stream) {}
+
+absl::StatusOr<LamportLaunch> GpuCustomBackend::MakeLaunch(const TensorDesc& desc,
+                                                           const void* input, void* output,
+                                                           const DecisionRecord& record,
+                                                           const void* const* graph_row) const {
+  if (region_ == nullptr || !region_->custom()) {
+    return absl::FailedPreconditionError(
+        "the custom backend has no custom all-reduce region (its set-up never created one)");
+  }
+  absl::StatusOr<protocol::Elem> elem = ElemOf(desc.dtype);
+  if (!elem.ok()) return elem.status();
+  const WorkspaceSpec& spec = region_->spec();
+  const int64_t bytes = desc.bytes();
+  // The dispatch core checked the size bound against the agreed state; this
+  // re-checks against the allocation.
+  if (bytes > spec.custom_bytes) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("%d bytes of %s do not fit the custom all-reduce region (%d bytes)", bytes,
+                        ElemName(*elem), spec.custom_bytes));
+  }
+  if (graph_row != nullptr && input == output) {
+    return absl::InvalidArgumentError(
+        "a call on registered graph inputs needs an output apart from its input: peers read "
+        "the input during the call");
+  }
+  LamportLaunch l;
+  l.custom = true;
+  l.custom_flags_offset = region_->custom_flags_offset();
+  l.world = region_->world();
+  l.elems = desc.numel();
+  l.hidden = desc.hidden();
+  l.buffer_elems = region_->buffer_elems();
+  l.elem = *elem;
+  l.options.release_flags = (record.kernel_flags & kReleaseFlags) != 0;
+  l.fp32_acc = true;
+  l.wait_budget_ns = wait_budget_ns_;
+  l.abort = region_->abort_device();
+  l.status = region_->status();
+  l.virtual_ranks = 1;
+  l.blocks_per_rank = record.blocks > 0 ? record.blocks : 1;
+  LamportRank& r = l.ranks[0];
+  r = region_->RankParams();
+  r.input = input;
+  r.output = output;
+  r.graph_row = graph_row;
+  return l;
+}
+
+absl::Status GpuCustomBackend::AllReduce(Tensor& tensor, const DecisionRecord& record) {
+  if (before_call_) {
+    if (absl::Status s = before_call_(record); !s.ok()) return s;
+  }
+  absl::StatusOr<LamportLaunch> launch = MakeLaunch(tensor.desc, tensor.data, tensor.data, record);
+  if (!launch.ok()) return launch.status();
+  if (cudaError_t e = cudaSetDevice(region_->device()); e != cudaSuccess) {
+    return absl::InternalError(
+        absl::StrFormat("cudaSetDevice(%d): %s", region_->device(), CudaErrorText(e)));
+  }
+  if (absl::Status s = LaunchLamport(*launch, stream_); !s.ok()) return s;
+  return CheckLamportStatus(*launch, stream_);
+}
+
 absl::Status GpuNcclBackend::AllReduce(Tensor& tensor, const DecisionRecord& record) {
   if (before_call_) {
     if (absl::Status s = before_call_(record); !s.ok()) return s;

@@ -75,6 +75,45 @@ class GpuFusedBackend final : public FusedAllReduceBackend {
   BeforeCallHook before_call_;
 };
 
+// The custom all-reduce on GPUs: kernels/protocol/block_barrier.h run by
+// the kernels of allreduce_kernels.cu on a custom region (a LamportWorkspace
+// made with WorkspaceSpec::custom_bytes): each rank stages its input in its
+// region, meets its peers at a flag barrier, sums every peer's staged input
+// in rank order with fp32 accumulation (SGLang 0.5.23's reduce_vec), and
+// meets them again. CanUse stays the dispatch core's
+// (CustomAllReduceBackend); this only executes.
+class GpuCustomBackend final : public CustomAllReduceBackend {
+ public:
+  // `region` and `stream` (on the region's device) outlive the backend.
+  GpuCustomBackend(LamportWorkspace* region, cudaStream_t stream);
+
+  // Reduces `tensor` in place through the staging buffer, waits for the
+  // stream and turns the kernel's status into an error: DeadlineExceeded
+  // naming the barrier and the peer whose flag never came, Aborted for the
+  // host's abort word. Every barrier wait is bounded (the reference's are
+  // not): a failed call leaves the region unusable (fail-stop).
+  absl::Status AllReduce(Tensor& tensor, const DecisionRecord& record) override;
+
+  // The launch of one call from `input` into `output` (distinct from it on
+  // registered graph inputs: peers read the input during the call), for
+  // callers that enqueue without waiting (CUDA-graph capture, benchmarks).
+  // `graph_row`: the registration row the call reads peers' inputs through
+  // (LamportWorkspace::graph_row), null to stage. InvalidArgument when the
+  // message does not fit the region.
+  absl::StatusOr<LamportLaunch> MakeLaunch(const TensorDesc& desc, const void* input, void* output,
+                                           const DecisionRecord& record,
+                                           const void* const* graph_row = nullptr) const;
+
+  void set_wait_budget_ns(uint64_t ns) { wait_budget_ns_ = ns; }
+  void set_before_call(BeforeCallHook hook) { before_call_ = std::move(hook); }
+
+ private:
+  LamportWorkspace* region_;
+  cudaStream_t stream_;
+  uint64_t wait_budget_ns_ = 10ull * 1000 * 1000 * 1000;
+  BeforeCallHook before_call_;
+};
+
 class GpuNcclBackend final : public NcclBackend {
  public:
   // `comm` and `stream` outlive the backend.

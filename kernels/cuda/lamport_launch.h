@@ -15,6 +15,10 @@ inline constexpr int kMaxPeers = kKernelMaxPeers;  // ranks of one workspace
 // Ranks one launch may run on one GPU (tests on single-GPU hosts): the
 // GB200 scenarios' 16- and 32-rank groups.
 inline constexpr int kMaxVirtualRanks = 32;
+// Thread blocks of one custom all-reduce call: its barrier has one flag per
+// (block, peer) in every rank's region (CustomFlagOffset), so a grid is
+// capped to this many blocks.
+inline constexpr int kCustomFlagBlocks = 64;
 
 // Why a rank's call failed; written by the kernel in device memory.
 struct LamportStatus {
@@ -39,6 +43,11 @@ struct LamportRank {
   const void* residual = nullptr;  // [tokens, hidden]
   void* residual_out = nullptr;    // [tokens, hidden]: allreduce + residual
   const void* gamma = nullptr;     // [hidden]
+  // Custom all-reduce replayed from a CUDA graph on registered inputs: one
+  // row of `world` pointers in device memory, peer p's captured input at
+  // [p] (filled when the inputs are registered, after capture); null: the
+  // call stages its input through my_buffers.
+  const void* const* graph_row = nullptr;
 };
 
 struct LamportLaunch {
@@ -54,6 +63,12 @@ struct LamportLaunch {
   bool fp32_acc = false;
   bool two_shot = false;
   bool rms_norm = false;
+  // The custom all-reduce (kernels/protocol/block_barrier.h) instead of a
+  // Lamport protocol: my_buffers / peer_buffers are the ranks' staging
+  // regions, each with its barrier flags at byte `custom_flags_offset`;
+  // LamportState::calls counts its calls (the barrier epochs).
+  bool custom = false;
+  int64_t custom_flags_offset = 0;
   float norm_eps = 1e-6f;
   bool continue_on_failure = false;  // set for the norm epilogue (block barriers)
   // Budget of every bounded wait; 0 waits without bound (and without the
@@ -65,6 +80,15 @@ struct LamportLaunch {
   int32_t blocks_per_rank = 1;
   LamportRank ranks[kMaxVirtualRanks];
 };
+
+// Bytes of a custom all-reduce region's barrier flags: one 64-bit epoch per
+// (phase, block, writer).
+inline constexpr int64_t kCustomFlagBytes = 2 * int64_t{kCustomFlagBlocks} * kMaxPeers * 8;
+// Where rank `writer`'s flag of `phase` for block `block` sits among a
+// region's flags (in 64-bit words).
+constexpr int64_t CustomFlagIndex(uint32_t phase, int32_t block, int32_t writer) {
+  return (static_cast<int64_t>(phase) * kCustomFlagBlocks + block) * kMaxPeers + writer;
+}
 
 // The launch is passed by value: keep it within the classic 4 KiB of kernel
 // parameters.

@@ -35,6 +35,7 @@ struct Driver {
                                             CUmemAllocationGranularity_flags);
   CUresult (*cuDeviceGetAttribute)(int*, CUdevice_attribute, CUdevice);
   CUresult (*cuGetErrorName)(CUresult, const char**);
+  CUresult (*cuMemGetAddressRange)(CUdeviceptr*, size_t*, CUdeviceptr);
 };
 
 absl::StatusOr<const Driver*> GetDriver() {
@@ -65,6 +66,7 @@ absl::StatusOr<const Driver*> GetDriver() {
     LOAD(cuMemGetAllocationGranularity)
     LOAD(cuDeviceGetAttribute)
     LOAD(cuGetErrorName)
+    LOAD(cuMemGetAddressRange)
 #undef LOAD
     return absl::OkStatus();
   }();
@@ -86,9 +88,46 @@ absl::Status DriverError(const Driver& d, const char* what, CUresult r) {
   } while (0)
 
 int64_t BufferElems(const WorkspaceSpec& spec) {
+  // Custom: the staging buffer's elements.
+  if (spec.custom_bytes > 0) return spec.custom_bytes / protocol::ElemBytes(spec.elem);
   // Room for either algorithm at full capacity, rounded to whole vectors.
   const int64_t elems = protocol::LamportBufferElems(spec.world, spec.max_tokens * spec.hidden);
   return (elems + 7) / 8 * 8;
+}
+
+// Where a custom region's flags start: after the staging buffer, on a
+// 128-byte line of their own.
+int64_t FlagsOffset(const WorkspaceSpec& spec) {
+  return spec.custom_bytes > 0 ? (spec.custom_bytes + 127) / 128 * 128 : 0;
+}
+
+// Bytes of one rank's region: three Lamport buffers, or a custom staging
+// buffer and its flags.
+size_t RegionBytes(const WorkspaceSpec& spec) {
+  if (spec.custom_bytes > 0) return static_cast<size_t>(FlagsOffset(spec) + kCustomFlagBytes);
+  return static_cast<size_t>(3 * BufferElems(spec) * protocol::ElemBytes(spec.elem));
+}
+
+// Refuses a spec no kernel serves, on every member alike, before anything
+// is allocated or exchanged.
+absl::Status CheckSpec(const WorkspaceSpec& spec) {
+  if (!KernelServesWorld(spec.world)) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "a workspace of %d ranks: the kernels serve 1 to %d", spec.world, kMaxPeers));
+  }
+  if (spec.custom_bytes > 0) {
+    CustomShape shape;
+    shape.world = spec.world;
+    shape.bytes = spec.custom_bytes;
+    if (const std::string why = CustomShapeRefusal(shape); !why.empty()) {
+      return absl::InvalidArgumentError("custom all-reduce region: " + why);
+    }
+  }
+  if (spec.graph_rows < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("%d graph registration rows: must be >= 0", spec.graph_rows));
+  }
+  return absl::OkStatus();
 }
 
 // Exchanged per rank for a POSIX file descriptor handle.
@@ -100,6 +139,8 @@ struct FdHandle {
 }  // namespace
 
 LamportWorkspace::~LamportWorkspace() {
+  for (void* p : ipc_opened_) cudaIpcCloseMemHandle(p);
+  if (graph_table_ != nullptr) cudaFree(graph_table_);
   if (state_ != nullptr) cudaFree(state_);
   if (status_ != nullptr) cudaFree(status_);
   if (peer_table_ != nullptr) cudaFree(peer_table_);
@@ -126,7 +167,140 @@ absl::Status LamportWorkspace::InitCommon(cudaStream_t stream) {
   int* dev = nullptr;
   LOCKSTEP_RETURN_IF_CUDA_ERROR(cudaHostGetDevicePointer(&dev, host, 0));
   abort_device_ = dev;
+  flags_offset_ = FlagsOffset(spec_);
+  if (custom()) {
+    if (spec_.graph_rows > 0) {
+      const size_t table = sizeof(void*) * static_cast<size_t>(spec_.graph_rows * spec_.world);
+      LOCKSTEP_RETURN_IF_CUDA_ERROR(cudaMalloc(&graph_table_, table));
+      LOCKSTEP_RETURN_IF_CUDA_ERROR(cudaMemsetAsync(graph_table_, 0, table, stream));
+    }
+    // The flags start at epoch 0: the first call's are 1.
+    LOCKSTEP_RETURN_IF_CUDA_ERROR(cudaMemsetAsync(buffers_, 0, RegionBytes(spec_), stream));
+    return absl::OkStatus();
+  }
   return FillSentinel(buffers_, 3 * buffer_elems_, spec_.elem, stream);
+}
+
+const void* const* LamportWorkspace::graph_row(int64_t index) const {
+  if (graph_table_ == nullptr || index < 0 || index >= spec_.graph_rows) return nullptr;
+  return graph_table_ + index * spec_.world;
+}
+
+namespace {
+
+// Fills rows [first, first + count) of `table` (world pointers per row).
+absl::Status WriteRows(void** table, int64_t first, const std::vector<void*>& rows) {
+  LOCKSTEP_RETURN_IF_CUDA_ERROR(
+      cudaMemcpy(table + first, rows.data(), sizeof(void*) * rows.size(), cudaMemcpyHostToDevice));
+  return absl::OkStatus();
+}
+
+absl::Status CheckRows(const LamportWorkspace& ws, int64_t count) {
+  if (!ws.custom() || ws.spec().graph_rows == 0) {
+    return absl::FailedPreconditionError(
+        "graph inputs registered on a workspace without a registration table (a custom "
+        "all-reduce region with graph_rows > 0)");
+  }
+  if (ws.graph_registered() + count > ws.spec().graph_rows) {
+    return absl::ResourceExhaustedError(absl::StrFormat(
+        "%d graph inputs after %d registered overflow the table of %d rows (raise graph_rows)",
+        count, ws.graph_registered(), ws.spec().graph_rows));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status LamportWorkspace::RegisterGraphInputsLocal(
+    std::span<LamportWorkspace* const> group, const std::vector<std::vector<const void*>>& inputs) {
+  if (inputs.size() != group.size()) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "%d members' captured inputs for a group of %d", inputs.size(), group.size()));
+  }
+  std::string counts;
+  bool equal = true;
+  for (size_t m = 0; m < inputs.size(); ++m) {
+    counts += absl::StrFormat("%srank %d: %d", m == 0 ? "" : ", ", m, inputs[m].size());
+    equal &= inputs[m].size() == inputs.front().size();
+  }
+  if (!equal) {
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "the members captured different numbers of custom all-reduce graph inputs (%s); "
+        "registering them by position would pair unrelated tensors",
+        counts));
+  }
+  const int64_t count = inputs.empty() ? 0 : static_cast<int64_t>(inputs.front().size());
+  for (LamportWorkspace* ws : group) LOCKSTEP_RETURN_IF_ERROR(CheckRows(*ws, count));
+  for (LamportWorkspace* ws : group) {
+    std::vector<void*> rows;
+    for (int64_t i = 0; i < count; ++i) {
+      for (size_t p = 0; p < inputs.size(); ++p) {
+        rows.push_back(const_cast<void*>(inputs[p][static_cast<size_t>(i)]));
+      }
+    }
+    LOCKSTEP_RETURN_IF_CUDA_ERROR(cudaSetDevice(ws->device_));
+    LOCKSTEP_RETURN_IF_ERROR(
+        WriteRows(ws->graph_table_, ws->graph_registered_ * ws->world(), rows));
+    ws->graph_registered_ += count;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status LamportWorkspace::RegisterGraphInputsShared(std::span<const void* const> mine,
+                                                         PeerExchange& exchange) {
+  absl::StatusOr<const Driver*> driver = GetDriver();
+  if (!driver.ok()) return driver.status();
+  const Driver& d = **driver;
+  // The counts first, on every rank: a difference fails all of them alike.
+  absl::StatusOr<std::vector<int64_t>> counts =
+      AllGatherValue(exchange, static_cast<int64_t>(mine.size()));
+  if (!counts.ok()) return counts.status();
+  std::string listed;
+  bool equal = true;
+  for (size_t r = 0; r < counts->size(); ++r) {
+    listed += absl::StrFormat("%srank %d: %d", r == 0 ? "" : ", ", r, (*counts)[r]);
+    equal &= (*counts)[r] == counts->front();
+  }
+  if (!equal) {
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "the members captured different numbers of custom all-reduce graph inputs (%s); "
+        "registering them by position would pair unrelated tensors",
+        listed));
+  }
+  const auto count = static_cast<int64_t>(mine.size());
+  LOCKSTEP_RETURN_IF_ERROR(CheckRows(*this, count));
+  LOCKSTEP_RETURN_IF_CUDA_ERROR(cudaSetDevice(device_));
+  struct IpcInput {
+    cudaIpcMemHandle_t handle;
+    uint64_t offset;  // of the input within its allocation
+  };
+  std::vector<void*> rows(static_cast<size_t>(count * world()), nullptr);
+  for (int64_t i = 0; i < count; ++i) {
+    const void* input = mine[static_cast<size_t>(i)];
+    CUdeviceptr base = 0;
+    size_t size = 0;
+    LS_CU(d, d.cuMemGetAddressRange(&base, &size, reinterpret_cast<CUdeviceptr>(input)));
+    IpcInput in{};
+    in.offset = reinterpret_cast<CUdeviceptr>(input) - base;
+    LOCKSTEP_RETURN_IF_CUDA_ERROR(
+        cudaIpcGetMemHandle(&in.handle, reinterpret_cast<void*>(static_cast<uintptr_t>(base))));
+    absl::StatusOr<std::vector<IpcInput>> all = AllGatherValue(exchange, in);
+    if (!all.ok()) return all.status();
+    for (int r = 0; r < world(); ++r) {
+      void* at = const_cast<void*>(input);
+      if (r != rank_) {
+        void* opened = nullptr;
+        LOCKSTEP_RETURN_IF_CUDA_ERROR(cudaIpcOpenMemHandle(
+            &opened, (*all)[static_cast<size_t>(r)].handle, cudaIpcMemLazyEnablePeerAccess));
+        ipc_opened_.push_back(opened);
+        at = static_cast<char*>(opened) + (*all)[static_cast<size_t>(r)].offset;
+      }
+      rows[static_cast<size_t>(i * world() + r)] = at;
+    }
+  }
+  LOCKSTEP_RETURN_IF_ERROR(WriteRows(graph_table_, graph_registered_ * world(), rows));
+  graph_registered_ += count;
+  return absl::OkStatus();
 }
 
 absl::Status LamportWorkspace::ClearStatus(cudaStream_t stream) {
@@ -159,6 +333,7 @@ absl::StatusOr<std::vector<std::unique_ptr<LamportWorkspace>>> LamportWorkspace:
         "a local workspace group needs one device per rank (world %d, %d devices, at most %d)",
         spec.world, devices.size(), kMaxPeers));
   }
+  LOCKSTEP_RETURN_IF_ERROR(CheckSpec(spec));
   std::vector<std::unique_ptr<LamportWorkspace>> group;
   const int64_t elems = BufferElems(spec);
   for (int r = 0; r < spec.world; ++r) {
@@ -167,7 +342,7 @@ absl::StatusOr<std::vector<std::unique_ptr<LamportWorkspace>>> LamportWorkspace:
     ws->rank_ = r;
     ws->device_ = devices[static_cast<size_t>(r)];
     ws->buffer_elems_ = elems;
-    ws->bytes_ = static_cast<size_t>(3 * elems * protocol::ElemBytes(spec.elem));
+    ws->bytes_ = RegionBytes(spec);
     ws->sharing_ = "device";
     LOCKSTEP_RETURN_IF_CUDA_ERROR(cudaSetDevice(ws->device_));
     LOCKSTEP_RETURN_IF_CUDA_ERROR(cudaMalloc(&ws->buffers_, ws->bytes_));
@@ -212,11 +387,8 @@ absl::StatusOr<std::unique_ptr<LamportWorkspace>> LamportWorkspace::CreateShared
     return absl::InvalidArgumentError(absl::StrFormat(
         "the exchange spans %d ranks but the workspace %d", exchange.world(), spec.world));
   }
-  if (!KernelServesWorld(spec.world)) {
-    // Every member refuses alike, before anything is exchanged.
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "a workspace of %d ranks: the kernels serve 1 to %d", spec.world, kMaxPeers));
-  }
+  // Every member refuses alike, before anything is exchanged.
+  LOCKSTEP_RETURN_IF_ERROR(CheckSpec(spec));
   auto ws = std::unique_ptr<LamportWorkspace>(new LamportWorkspace());
   ws->spec_ = spec;
   ws->rank_ = exchange.rank();
@@ -237,7 +409,7 @@ absl::StatusOr<std::unique_ptr<LamportWorkspace>> LamportWorkspace::CreateShared
   size_t granularity = 0;
   LS_CU(d,
         d.cuMemGetAllocationGranularity(&granularity, &prop, CU_MEM_ALLOC_GRANULARITY_RECOMMENDED));
-  const size_t raw = static_cast<size_t>(3 * ws->buffer_elems_ * protocol::ElemBytes(spec.elem));
+  const size_t raw = RegionBytes(spec);
   const size_t size = (raw + granularity - 1) / granularity * granularity;
   ws->bytes_ = size;
 

@@ -33,6 +33,13 @@ struct WorkspaceSpec {
   int64_t max_tokens = 0;
   int64_t hidden = 0;
   protocol::Elem elem = protocol::Elem::kBf16;
+  // > 0: a custom all-reduce region instead of three Lamport buffers: a
+  // staging buffer of this many bytes (the backend's size bound) and the
+  // barrier flags, zeroed; max_tokens and hidden are then unused.
+  int64_t custom_bytes = 0;
+  // Custom all-reduce: rows of the CUDA-graph registration table (one per
+  // captured input; SGLang's _MAX_GRAPH_INPUTS is 131072).
+  int64_t graph_rows = 0;
 };
 
 // How the ranks of a multi-process workspace exchange bytes (an all-gather
@@ -93,6 +100,31 @@ class LamportWorkspace {
   // Resets the status word (after a failure has been reported).
   absl::Status ClearStatus(cudaStream_t stream);
 
+  // Custom all-reduce regions (spec().custom_bytes > 0).
+  bool custom() const { return spec_.custom_bytes > 0; }
+  // Byte offset of the barrier flags in every rank's region.
+  int64_t custom_flags_offset() const { return flags_offset_; }
+  // The registration row a call captured as this rank's `index`-th graph
+  // input reads (device memory; filled by RegisterGraphInputs*); null past
+  // the table. SGLang hands the kernel the row's address at capture and
+  // fills it after (custom_all_reduce_v2.py:447-451, 533-543).
+  const void* const* graph_row(int64_t index) const;
+  // Rows registered so far; captured inputs are numbered from here.
+  int64_t graph_registered() const { return graph_registered_; }
+  // Registers the inputs captured since the last registration, on every
+  // member of a group in this process: `inputs[m]` holds member m's, in
+  // capture order. Row graph_registered() + i of member m receives
+  // inputs[0][i], ..., inputs[world-1][i]. FailedPrecondition, on every
+  // member alike and before any row is written, when the members captured
+  // different counts (the check vLLM PR #39791 added; without it rows pair
+  // unrelated tensors, vLLM #39788).
+  static absl::Status RegisterGraphInputsLocal(std::span<LamportWorkspace* const> group,
+                                               const std::vector<std::vector<const void*>>& inputs);
+  // The same for one member of a group spread over processes: its inputs'
+  // CUDA IPC handles go over `exchange` (a count first, compared on every
+  // rank), and every peer's are opened here.
+  absl::Status RegisterGraphInputsShared(std::span<const void* const> mine, PeerExchange& exchange);
+
  private:
   LamportWorkspace() = default;
   absl::Status InitCommon(cudaStream_t stream);
@@ -108,6 +140,13 @@ class LamportWorkspace {
   void* buffers_ = nullptr;
   std::vector<void*> peers_;
   void** peer_table_ = nullptr;  // device memory: peers_, for the kernels
+  int64_t flags_offset_ = 0;     // custom regions: where the flags start
+  // Custom regions: the graph registration table (graph_rows x world
+  // pointers, device memory), rows filled so far, and the peer inputs this
+  // process opened through CUDA IPC.
+  void** graph_table_ = nullptr;
+  int64_t graph_registered_ = 0;
+  std::vector<void*> ipc_opened_;
   protocol::LamportState* state_ = nullptr;
   LamportStatus* status_ = nullptr;
   volatile int* abort_host_ = nullptr;

@@ -23,7 +23,16 @@
 //   bool WaitFlags(int32_t peer, uint32_t phase, uint64_t epoch);  // peer's flags at my blocks;
 //                                                                  // an acquire load
 //   uint64_t NextEpoch();                                  // 1, 2, ... per call on this rank
+//   bool EndBarrier(bool ok);  // after a barrier's waits: whether every wait of this
+//                              // block succeeded (a GPU block's threads wait for
+//                              // different peers and meet here)
+//   void EndCall(uint64_t epoch);  // the call completed: the next NextEpoch() is epoch + 1
 //   + LoadInput, Zero, Add, Finish, StoreOutput, Failure as in memory_model.h
+//
+// With CUDA graphs the staged input is the call's own input tensor,
+// registered with every peer after capture (custom_all_reduce.py
+// register_graph_buffers): Stage then stores nothing, and LoadStaged reads
+// where the call's registration row points.
 
 #ifndef LOCKSTEP_KERNELS_PROTOCOL_BLOCK_BARRIER_H_
 #define LOCKSTEP_KERNELS_PROTOCOL_BLOCK_BARRIER_H_
@@ -42,10 +51,9 @@ LS_HD bool BlockBarrier(Mem& mem, int32_t rank, int32_t world, uint32_t phase, u
   // at the start barrier) is visible at a peer before its flag is.
   if (release) mem.Release();
   for (int32_t k = 1; k <= world; ++k) mem.Signal((rank + k) % world, phase, epoch);
-  for (int32_t p = 0; p < world; ++p) {
-    if (!mem.WaitFlags(p, phase, epoch)) return false;
-  }
-  return true;
+  bool ok = true;
+  for (int32_t p = 0; p < world && ok; ++p) ok = mem.WaitFlags(p, phase, epoch);
+  return mem.EndBarrier(ok);
 }
 
 template <class Mem>
@@ -70,6 +78,7 @@ LS_HD ProtocolStatus CustomAllReduce(Mem& mem, const AllReduceArgs& a) {
   if (!BlockBarrier(mem, a.rank, a.world, kBarrierEnd, epoch, a.release_flags)) {
     return mem.Failure();
   }
+  mem.EndCall(epoch);
   return ProtocolStatus{};
 }
 

@@ -48,6 +48,30 @@ inline absl::Status LamportFailure(ProtocolError error, int rank, int waited, ui
       rank, waited, buffer, offset));
 }
 
+// A custom all-reduce call that failed with `error` on `rank` at the
+// barrier `phase` (kBarrierStart / kBarrierEnd, block_barrier.h) of its
+// call `epoch`, waiting for `waited`'s flag, after `elapsed_ns`.
+inline absl::Status CustomBarrierFailure(ProtocolError error, int rank, int waited, uint32_t phase,
+                                         uint64_t epoch, uint64_t elapsed_ns) {
+  const char* barrier = phase == 0 ? "start" : "end";
+  switch (error) {
+    case ProtocolError::kNone:
+      return absl::OkStatus();
+    case ProtocolError::kWaitExpired:
+      return absl::DeadlineExceededError(absl::StrFormat(
+          "custom all-reduce: rank %d waited %.3f s at the %s barrier of call %d for rank %d's "
+          "flag; rank %d never arrived",
+          rank, static_cast<double>(elapsed_ns) / 1e9, barrier, epoch, waited, waited));
+    case ProtocolError::kClearFailed:
+    case ProtocolError::kAborted:
+      break;
+  }
+  return absl::AbortedError(absl::StrFormat(
+      "custom all-reduce: rank %d stopped by the host's abort word at the %s barrier of call %d "
+      "while waiting for rank %d's flag",
+      rank, barrier, epoch, waited));
+}
+
 // An NCCL call (`what`: "all-reduce", "reduce-scatter", "all-gather") on the
 // communicator of `group` ("tp [0,1]") that a peer did not join within the
 // watchdog's `budget_ns`; `seq` is the dispatch core's call number on the

@@ -166,12 +166,16 @@ absl::Status WireGroups(const WiringConfig& config, const ParallelLayout& layout
         backends.norm_on_moe_workspace = g.norm_moe.get();
       }
       if (config.custom.available && policy.ObjectHasCustomAllReduce(objects[o])) {
-        g.custom = runtime.MakeCustom(object, g.id);
+        const std::span<const int> peers = layout.Peers(g.id);
+        const CustomAgreedState agreed =
+            ChooseCustomGeneration(config.custom, g.size, runtime.SameNode(peers),
+                                   runtime.FullNvlink(peers), runtime.FusedKernelReachable(peers));
+        absl::StatusOr<std::unique_ptr<CustomAllReduceBackend>> custom =
+            runtime.MakeCustom(object, g.id, agreed);
+        if (!custom.ok()) return custom.status();
+        g.custom = *std::move(custom);
         if (g.custom != nullptr) {
-          const std::span<const int> peers = layout.Peers(g.id);
-          g.custom->set_agreed(ChooseCustomGeneration(
-              config.custom, g.size, runtime.SameNode(peers), runtime.FullNvlink(peers),
-              runtime.FusedKernelReachable(peers)));
+          g.custom->set_agreed(agreed);
           backends.custom = g.custom.get();
         }
       }

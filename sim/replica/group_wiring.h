@@ -104,7 +104,11 @@ class WiringRuntime {
   // more ranks). Null: the runtime has no such backend.
   virtual absl::StatusOr<std::unique_ptr<FusedAllReduceBackend>> MakeFused(
       int object, GroupId group, WorkspaceHandle workspace) = 0;
-  virtual std::unique_ptr<CustomAllReduceBackend> MakeCustom(int object, GroupId group) = 0;
+  // `agreed`: what the members agreed on the group (its size bound sizes a
+  // runtime's staging buffers; every member calls it, so a runtime may
+  // rendezvous here).
+  virtual absl::StatusOr<std::unique_ptr<CustomAllReduceBackend>> MakeCustom(
+      int object, GroupId group, const CustomAgreedState& agreed) = 0;
   virtual absl::StatusOr<std::unique_ptr<NcclBackend>> MakeNccl(int object, GroupId group) = 0;
 };
 

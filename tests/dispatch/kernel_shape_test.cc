@@ -13,6 +13,7 @@
 
 #include "dispatch/backend.h"
 #include "dispatch/fused_launch.h"
+#include "dispatch/serving_args.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -124,6 +125,49 @@ TEST(KernelShapeTest, EveryCallThePredicatesAdmitIsOneTheKernelsRun) {
   // The sweep exercises both sides.
   EXPECT_GT(admitted, 1000);
   EXPECT_GT(refused_for_shape, 100);
+}
+
+// The custom all-reduce's half: every call the custom backend's predicates
+// admit, for both generations and every platform's served world sizes, runs
+// on lockstep's custom kernel (CustomShapeRefusal, which LaunchLamport
+// checks for a custom launch), and the staging region sized to the agreed
+// bound (GpuWiringRuntime::MakeCustom) holds it.
+TEST(KernelShapeTest, TheCustomKernelRunsEveryCallTheCustomPredicatesAdmit) {
+  int admitted = 0;
+  for (const bool v2 : {true, false}) {
+    for (const int sm : {90, 100}) {
+      ServingArgs args;
+      args.custom_all_reduce_v2 = v2;
+      const CustomAgreedState limits = CustomAllReduceLimits(args, Platform{sm, 1});
+      for (int world = 1; world <= 17; ++world) {
+        const CustomAgreedState agreed = ChooseCustomGeneration(limits, world, true, true, true);
+        const int64_t staging = (agreed.max_bytes + 15) / 16 * 16;
+        for (int64_t bytes :
+             {int64_t{2}, int64_t{16}, int64_t{24}, int64_t{4096}, int64_t{14336} * 7,
+              agreed.max_bytes - 16, agreed.max_bytes, agreed.max_bytes + 16}) {
+          CallDesc call;
+          call.tensor = TensorDesc::Matrix(1, bytes / 2, DType::kBf16);
+          DecisionRecord record;
+          if (!CustomPredicatesHold(agreed, call, record)) continue;
+          ++admitted;
+          CustomShape shape;
+          shape.world = world;
+          shape.bytes = call.tensor.bytes();
+          EXPECT_EQ(CustomShapeRefusal(shape), "")
+              << "v2 " << v2 << " sm " << sm << " world " << world << " bytes " << bytes;
+          EXPECT_LE(shape.bytes, staging) << "world " << world << " bytes " << bytes;
+        }
+      }
+    }
+  }
+  EXPECT_GT(admitted, 50);
+  CustomShape s;
+  s.world = 17;
+  s.bytes = 4096;
+  EXPECT_THAT(CustomShapeRefusal(s), HasSubstr("serves 1 to 16 ranks"));
+  s.world = 8;
+  s.bytes = 24;
+  EXPECT_THAT(CustomShapeRefusal(s), HasSubstr("16-byte vectors"));
 }
 
 }  // namespace

@@ -40,10 +40,15 @@ TEST(HwPlanTest, DryRunNamesRanksGroupsWorkspacesAndTheBackendOfEverySite) {
   EXPECT_THAT(plan, HasSubstr("simulated verdict of this plan: clean"));
 }
 
-TEST(HwPlanTest, TheHardwareRunsWithoutTheCustomAllReduce) {
-  lockstep::Scenario s;
-  s.dispatch.custom_allreduce = true;
-  EXPECT_FALSE(AsRunOnHardware(s).dispatch.custom_allreduce);
+TEST(HwPlanTest, ThePlanShowsTheCustomAllReduceRegionsTheHardwareCreates) {
+  std::ostringstream out, err;
+  const std::vector<std::string> argv = {"lockstep", "hw", Scenario("tp2-ep2-qwen3-h200x2.yaml"),
+                                         "--dry-run"};
+  ASSERT_EQ(cli::Main(argv, out, err), cli::kExitOk) << err.str();
+  // SGLang's default v2 generation, sized to its 16 MiB bound (inclusive).
+  EXPECT_THAT(out.str(), HasSubstr("custom all-reduce regions"));
+  EXPECT_THAT(out.str(), HasSubstr("[0,1]: generation 2, messages <= 16777216 bytes, 16.0 MiB "
+                                   "staging + 72 KiB flags per rank"));
 }
 
 TraceEvent Call(int rank, int object, uint64_t seq, BackendKind backend, int64_t tokens = 16) {

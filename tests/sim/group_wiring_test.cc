@@ -57,7 +57,8 @@ class FakeRuntime : public WiringRuntime {
                                                                    WorkspaceHandle) override {
     return std::make_unique<FakeFused>();
   }
-  std::unique_ptr<CustomAllReduceBackend> MakeCustom(int, GroupId) override {
+  absl::StatusOr<std::unique_ptr<CustomAllReduceBackend>> MakeCustom(
+      int, GroupId, const CustomAgreedState&) override {
     return std::make_unique<FakeCustom>();
   }
   absl::StatusOr<std::unique_ptr<NcclBackend>> MakeNccl(int, GroupId) override {

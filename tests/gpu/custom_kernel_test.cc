@@ -1,0 +1,415 @@
+// The custom all-reduce on GPUs (kernels/protocol/block_barrier.h run by
+// GpuCustomBackend's launches) with 2, 4 and 8 virtual ranks on one GPU (one
+// cooperative launch: every rank's blocks resident together): bit-exact
+// against a host reference (rank-order fp32 sums, SGLang's reduce_vec), many
+// calls of changing size and grid (the barrier epochs), CUDA-graph capture
+// and replay on registered inputs, a rank that never launches named by the
+// bounded wait, the host abort word, and the registration's count check.
+
+#include <cuda_runtime.h>
+
+#include <chrono>
+#include <cstring>
+#include <memory>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_format.h"
+#include "dispatch/fused_launch.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "kernels/cuda/allreduce_kernels.h"
+#include "kernels/cuda/gpu_backends.h"
+#include "kernels/cuda/workspace.h"
+#include "kernels/protocol/element.h"
+#include "tests/gpu/gpu_test_environment.h"
+
+namespace lockstep::cuda {
+namespace {
+
+using protocol::Elem;
+using ::testing::HasSubstr;
+
+#define ASSERT_CUDA(expr) ASSERT_EQ((expr), cudaSuccess) << #expr
+
+DType DTypeOf(Elem e) {
+  return e == Elem::kBf16 ? DType::kBf16 : e == Elem::kFp16 ? DType::kFp16 : DType::kFp32;
+}
+
+// One custom all-reduce group of virtual ranks on device 0: its regions, one
+// GpuCustomBackend per rank (whose MakeLaunch builds each rank's part of the
+// launch), and `inputs_per_rank` input/output buffer pairs per rank.
+class CustomGroup {
+ public:
+  CustomGroup(int world, int64_t max_bytes, Elem elem, int inputs_per_rank = 1,
+              int64_t graph_rows = 0)
+      : world_(world), max_bytes_(max_bytes), elem_(elem), esize_(protocol::ElemBytes(elem)) {
+    WorkspaceSpec spec;
+    spec.world = world;
+    spec.elem = elem;
+    spec.custom_bytes = max_bytes;
+    spec.graph_rows = graph_rows;
+    std::vector<int> devices(static_cast<size_t>(world), 0);
+    auto group = LamportWorkspace::CreateLocal(spec, devices);
+    EXPECT_TRUE(group.ok()) << group.status();
+    if (group.ok()) regions_ = std::move(*group);
+    for (auto& r : regions_)
+      backends_.push_back(std::make_unique<GpuCustomBackend>(r.get(), nullptr));
+    inputs_.resize(static_cast<size_t>(world));
+    outputs_.resize(static_cast<size_t>(world));
+    for (int r = 0; r < world; ++r) {
+      for (int i = 0; i < inputs_per_rank; ++i) {
+        void *in = nullptr, *out = nullptr;
+        cudaMalloc(&in, static_cast<size_t>(max_bytes));
+        cudaMalloc(&out, static_cast<size_t>(max_bytes));
+        inputs_[static_cast<size_t>(r)].push_back(in);
+        outputs_[static_cast<size_t>(r)].push_back(out);
+      }
+    }
+  }
+  ~CustomGroup() {
+    for (auto& v : inputs_) {
+      for (void* p : v) cudaFree(p);
+    }
+    for (auto& v : outputs_) {
+      for (void* p : v) cudaFree(p);
+    }
+  }
+
+  bool ok() const { return static_cast<int>(regions_.size()) == world_; }
+  LamportWorkspace& region(int r) { return *regions_[static_cast<size_t>(r)]; }
+  void* input(int r, int i = 0) const {
+    return inputs_[static_cast<size_t>(r)][static_cast<size_t>(i)];
+  }
+  void* output(int r, int i = 0) const {
+    return outputs_[static_cast<size_t>(r)][static_cast<size_t>(i)];
+  }
+
+  struct Call {
+    int64_t elems = 0;
+    int input = 0;            // which input/output pair
+    bool in_place = false;    // reduce into the input (the backend's AllReduce path)
+    int launched_ranks = -1;  // -1: all
+    int blocks = 0;           // 0: the dispatch core's CustomGridBlocks
+    uint64_t budget_ns = 2'000'000'000;
+    // Registered graph inputs: each rank reads through row `graph_row` of its
+    // registration table (-1: stage).
+    int64_t graph_row = -1;
+  };
+  // The launch of `c` over the virtual ranks: each rank's part from its own
+  // backend's MakeLaunch, merged.
+  absl::StatusOr<LamportLaunch> MakeLaunch(const Call& c) {
+    DecisionRecord record;
+    record.backend = BackendKind::kCustom;
+    record.kernel_flags = kReferenceCustomKernelFlags;
+    const TensorDesc desc = TensorDesc::Matrix(1, c.elems, DTypeOf(elem_));
+    record.blocks = c.blocks > 0 ? c.blocks : CustomGridBlocks(desc.bytes());
+    LamportLaunch merged;
+    const int launched = c.launched_ranks < 0 ? world_ : c.launched_ranks;
+    for (int r = 0; r < launched; ++r) {
+      backends_[static_cast<size_t>(r)]->set_wait_budget_ns(c.budget_ns);
+      void* out = c.in_place ? input(r, c.input) : output(r, c.input);
+      absl::StatusOr<LamportLaunch> l = backends_[static_cast<size_t>(r)]->MakeLaunch(
+          desc, input(r, c.input), out, record,
+          c.graph_row < 0 ? nullptr : region(r).graph_row(c.graph_row));
+      if (!l.ok()) return l.status();
+      if (r == 0) merged = *l;
+      merged.ranks[r] = l->ranks[0];
+    }
+    // One status word and abort word for the launch: rank 0's.
+    merged.virtual_ranks = launched;
+    return merged;
+  }
+  absl::Status Run(const Call& c) {
+    absl::StatusOr<LamportLaunch> l = MakeLaunch(c);
+    if (!l.ok()) return l.status();
+    if (absl::Status s = LaunchLamport(*l, nullptr); !s.ok()) return s;
+    absl::Status s = CheckLamportStatus(*l, nullptr);
+    if (!s.ok()) (void)region(0).ClearStatus(nullptr);
+    return s;
+  }
+
+  void Upload(void* dst, const std::vector<uint32_t>& bits) const {
+    std::vector<uint8_t> raw(bits.size() * static_cast<size_t>(esize_));
+    for (size_t i = 0; i < bits.size(); ++i) {
+      std::memcpy(raw.data() + i * static_cast<size_t>(esize_), &bits[i],
+                  static_cast<size_t>(esize_));
+    }
+    cudaMemcpy(dst, raw.data(), raw.size(), cudaMemcpyHostToDevice);
+  }
+  std::vector<uint32_t> Download(const void* src, int64_t elems) const {
+    std::vector<uint8_t> raw(static_cast<size_t>(elems * esize_));
+    cudaMemcpy(raw.data(), src, raw.size(), cudaMemcpyDeviceToHost);
+    std::vector<uint32_t> bits(static_cast<size_t>(elems), 0);
+    for (size_t i = 0; i < bits.size(); ++i) {
+      std::memcpy(&bits[i], raw.data() + i * static_cast<size_t>(esize_),
+                  static_cast<size_t>(esize_));
+    }
+    return bits;
+  }
+
+ private:
+  int world_;
+  int64_t max_bytes_;
+  Elem elem_;
+  int esize_;
+  std::vector<std::unique_ptr<LamportWorkspace>> regions_;
+  std::vector<std::unique_ptr<GpuCustomBackend>> backends_;
+  std::vector<std::vector<void*>> inputs_, outputs_;
+};
+
+std::vector<uint32_t> RandomBits(int64_t elems, Elem e, uint32_t seed) {
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  std::vector<uint32_t> bits(static_cast<size_t>(elems));
+  for (auto& b : bits) b = protocol::FromFloat(dist(gen), e);
+  return bits;
+}
+
+// The host reference: every element summed in rank order in fp32, rounded
+// once to the element type (SGLang 0.5.23 vec.cuh reduce_vec, kFP32Acc).
+std::vector<uint32_t> HostReference(const std::vector<std::vector<uint32_t>>& inputs, Elem e) {
+  std::vector<uint32_t> out(inputs.front().size());
+  for (size_t i = 0; i < out.size(); ++i) {
+    float s = protocol::ToFloat(inputs[0][i], e);
+    for (size_t r = 1; r < inputs.size(); ++r) s += protocol::ToFloat(inputs[r][i], e);
+    out[i] = protocol::FromFloat(s, e);
+  }
+  return out;
+}
+
+// Fills every rank's input pair `input` with fresh values and returns them.
+std::vector<std::vector<uint32_t>> FillInputs(CustomGroup& g, int world, int64_t elems, Elem e,
+                                              uint32_t seed, int input = 0) {
+  std::vector<std::vector<uint32_t>> inputs;
+  for (int r = 0; r < world; ++r) {
+    inputs.push_back(RandomBits(elems, e, seed * 977u + static_cast<uint32_t>(r)));
+    g.Upload(g.input(r, input), inputs.back());
+  }
+  return inputs;
+}
+
+void ExpectBitExact(CustomGroup& g, int world, const std::vector<std::vector<uint32_t>>& inputs,
+                    int64_t elems, Elem e, bool in_place, int input, const std::string& what) {
+  const std::vector<uint32_t> want = HostReference(inputs, e);
+  for (int r = 0; r < world; ++r) {
+    const std::vector<uint32_t> got =
+        g.Download(in_place ? g.input(r, input) : g.output(r, input), elems);
+    for (int64_t i = 0; i < elems; ++i) {
+      ASSERT_EQ(got[static_cast<size_t>(i)], want[static_cast<size_t>(i)])
+          << what << ": rank " << r << " element " << i << " of " << elems;
+    }
+  }
+}
+
+struct Case {
+  int world;
+  Elem elem;
+};
+
+void PrintTo(const Case& c, std::ostream* os) {
+  *os << "world " << c.world << ", elem " << static_cast<int>(c.elem);
+}
+
+class CustomKernelTest : public ::testing::TestWithParam<Case> {};
+
+TEST_P(CustomKernelTest, ReducesBitExactlyAgainstTheHostReferenceOnEveryRank) {
+  LOCKSTEP_REQUIRE_GPUS(1);
+  const Case c = GetParam();
+  const int64_t max_bytes = int64_t{1} << 20;
+  CustomGroup g(c.world, max_bytes, c.elem);
+  ASSERT_TRUE(g.ok());
+  const int64_t vec = 16 / protocol::ElemBytes(c.elem);
+  uint32_t seed = 1;
+  // One vector, a partial grid, a block's worth, several blocks, the bound.
+  for (const int64_t elems :
+       {vec, 3 * vec, 512 * vec, 512 * vec * 5 + vec, max_bytes / protocol::ElemBytes(c.elem)}) {
+    for (const bool in_place : {false, true}) {
+      const auto inputs = FillInputs(g, c.world, elems, c.elem, seed++);
+      CustomGroup::Call call;
+      call.elems = elems;
+      call.in_place = in_place;
+      const absl::Status s = g.Run(call);
+      ASSERT_TRUE(s.ok()) << s;
+      ExpectBitExact(g, c.world, inputs, elems, c.elem, in_place, 0,
+                     absl::StrFormat("%d elements%s", elems, in_place ? " in place" : ""));
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(VirtualRanks, CustomKernelTest,
+                         ::testing::Values(Case{2, Elem::kBf16}, Case{4, Elem::kBf16},
+                                           Case{8, Elem::kBf16}, Case{8, Elem::kFp16},
+                                           Case{4, Elem::kFp32}));
+
+TEST(CustomKernelEdgeTest, ManyCallsOfChangingSizeAndGridKeepTheBarrierEpochs) {
+  LOCKSTEP_REQUIRE_GPUS(1);
+  const int world = 4;
+  CustomGroup g(world, int64_t{256} << 10, Elem::kBf16);
+  ASSERT_TRUE(g.ok());
+  std::mt19937 gen(11);
+  for (int call_index = 0; call_index < 60; ++call_index) {
+    // Sizes and grids change from call to call (alike on every rank, as the
+    // dispatch core decides them), so blocks meet flags of different ages.
+    const int64_t elems = 8 * (1 + static_cast<int64_t>(gen() % 16000));
+    const int blocks = 1 + static_cast<int>(gen() % 36);
+    const auto inputs =
+        FillInputs(g, world, elems, Elem::kBf16, 100u + static_cast<uint32_t>(call_index));
+    CustomGroup::Call call;
+    call.elems = elems;
+    call.blocks = blocks;
+    const absl::Status s = g.Run(call);
+    ASSERT_TRUE(s.ok()) << "call " << call_index << ": " << s;
+    ExpectBitExact(g, world, inputs, elems, Elem::kBf16, false, 0,
+                   absl::StrFormat("call %d (%d elements, %d blocks)", call_index, elems, blocks));
+  }
+}
+
+// SGLang captures each custom all-reduce into the graph with the address of
+// a registration row it fills after capture (custom_all_reduce_v2.py:447-451,
+// 512-543): the replayed kernel reads every peer's captured input in place.
+TEST(CustomKernelEdgeTest, GraphCaptureAndReplayReduceTheRegisteredInputs) {
+  LOCKSTEP_REQUIRE_GPUS(1);
+  const int world = 4;
+  const int inputs_per_rank = 3;
+  CustomGroup g(world, int64_t{1} << 20, Elem::kBf16, inputs_per_rank, /*graph_rows=*/16);
+  ASSERT_TRUE(g.ok());
+  const int64_t sizes[inputs_per_rank] = {8, 4096 + 8, (int64_t{1} << 20) / 2};
+  cudaStream_t stream;
+  ASSERT_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  cudaGraph_t graph;
+  ASSERT_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
+  absl::Status captured = absl::OkStatus();
+  std::vector<LamportLaunch> launches;
+  for (int i = 0; i < inputs_per_rank && captured.ok(); ++i) {
+    CustomGroup::Call call;
+    call.elems = sizes[i];
+    call.input = i;
+    call.graph_row = g.region(0).graph_registered() + i;
+    absl::StatusOr<LamportLaunch> l = g.MakeLaunch(call);
+    captured = l.status();
+    if (l.ok()) {
+      launches.push_back(*l);
+      captured = LaunchLamport(*l, stream);
+    }
+  }
+  const cudaError_t ended = cudaStreamEndCapture(stream, &graph);
+  ASSERT_TRUE(captured.ok()) << captured;
+  ASSERT_CUDA(ended);
+  // Registration after capture, as SGLang does: row i of rank m points at
+  // every rank's i-th captured input.
+  std::vector<LamportWorkspace*> members;
+  std::vector<std::vector<const void*>> recorded(world);
+  for (int r = 0; r < world; ++r) {
+    members.push_back(&g.region(r));
+    for (int i = 0; i < inputs_per_rank; ++i)
+      recorded[static_cast<size_t>(r)].push_back(g.input(r, i));
+  }
+  ASSERT_TRUE(LamportWorkspace::RegisterGraphInputsLocal(members, recorded).ok());
+  EXPECT_EQ(g.region(2).graph_registered(), inputs_per_rank);
+  cudaGraphExec_t exec;
+  ASSERT_CUDA(cudaGraphInstantiate(&exec, graph, 0));
+  for (int replay = 0; replay < 4; ++replay) {
+    std::vector<std::vector<std::vector<uint32_t>>> inputs;
+    for (int i = 0; i < inputs_per_rank; ++i) {
+      inputs.push_back(FillInputs(g, world, sizes[i], Elem::kBf16,
+                                  static_cast<uint32_t>(1000 + 10 * replay + i), i));
+    }
+    ASSERT_CUDA(cudaGraphLaunch(exec, stream));
+    ASSERT_CUDA(cudaStreamSynchronize(stream));
+    const absl::Status s = CheckLamportStatus(launches.front(), stream);
+    ASSERT_TRUE(s.ok()) << s;
+    for (int i = 0; i < inputs_per_rank; ++i) {
+      ExpectBitExact(g, world, inputs[static_cast<size_t>(i)], sizes[i], Elem::kBf16, false, i,
+                     absl::StrFormat("replay %d, captured call %d", replay, i));
+    }
+  }
+  // An eager call between replays stages as before.
+  const auto eager = FillInputs(g, world, 4096, Elem::kBf16, 77);
+  CustomGroup::Call call;
+  call.elems = 4096;
+  ASSERT_TRUE(g.Run(call).ok());
+  ExpectBitExact(g, world, eager, 4096, Elem::kBf16, false, 0, "eager after replays");
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  cudaStreamDestroy(stream);
+}
+
+TEST(CustomKernelEdgeTest, DifferentCapturedCountsAreRefusedBeforeAnyRowIsWritten) {
+  LOCKSTEP_REQUIRE_GPUS(1);
+  const int world = 4;
+  CustomGroup g(world, 4096, Elem::kBf16, 3, /*graph_rows=*/8);
+  ASSERT_TRUE(g.ok());
+  std::vector<LamportWorkspace*> members;
+  std::vector<std::vector<const void*>> recorded(world);
+  for (int r = 0; r < world; ++r) {
+    members.push_back(&g.region(r));
+    // Rank 2 recorded one input fewer (ROCm/aiter #2638: an allocator cache
+    // hit skipped the record).
+    for (int i = 0; i < (r == 2 ? 2 : 3); ++i) {
+      recorded[static_cast<size_t>(r)].push_back(g.input(r, i));
+    }
+  }
+  const absl::Status s = LamportWorkspace::RegisterGraphInputsLocal(members, recorded);
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << s;
+  EXPECT_THAT(s.message(), HasSubstr("rank 1: 3, rank 2: 2, rank 3: 3"));
+  for (int r = 0; r < world; ++r) EXPECT_EQ(g.region(r).graph_registered(), 0) << r;
+  // A table too small is refused too.
+  std::vector<std::vector<const void*>> many(world, std::vector<const void*>(9, g.input(0)));
+  EXPECT_EQ(LamportWorkspace::RegisterGraphInputsLocal(members, many).code(),
+            absl::StatusCode::kResourceExhausted);
+}
+
+TEST(CustomKernelEdgeTest, ARankThatNeverLaunchesIsNamedWhenTheBarrierWaitExpires) {
+  LOCKSTEP_REQUIRE_GPUS(1);
+  CustomGroup g(4, 4096, Elem::kBf16);
+  ASSERT_TRUE(g.ok());
+  FillInputs(g, 4, 2048, Elem::kBf16, 5);
+  CustomGroup::Call call;
+  call.elems = 2048;
+  call.launched_ranks = 3;  // rank 3 never launches
+  call.budget_ns = 20'000'000;
+  const absl::Status s = g.Run(call);
+  EXPECT_EQ(s.code(), absl::StatusCode::kDeadlineExceeded) << s;
+  EXPECT_THAT(s.message(), HasSubstr("at the start barrier of call 1 for rank 3's flag"));
+  EXPECT_THAT(s.message(), HasSubstr("rank 3 never arrived"));
+}
+
+TEST(CustomKernelEdgeTest, TheHostAbortWordStopsASpinningBarrier) {
+  LOCKSTEP_REQUIRE_GPUS(1);
+  CustomGroup g(2, 4096, Elem::kBf16);
+  ASSERT_TRUE(g.ok());
+  CustomGroup::Call call;
+  call.elems = 2048;
+  call.launched_ranks = 1;
+  call.budget_ns = 60'000'000'000ull;  // only the abort word can end it
+  std::thread raise([&g] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    *g.region(0).abort_word() = 1;
+  });
+  const absl::Status s = g.Run(call);
+  raise.join();
+  EXPECT_EQ(s.code(), absl::StatusCode::kAborted) << s;
+  EXPECT_THAT(s.message(), HasSubstr("while waiting for rank 1's flag"));
+}
+
+TEST(CustomKernelEdgeTest, ARegionRefusesWhatItCannotHold) {
+  LOCKSTEP_REQUIRE_GPUS(1);
+  CustomGroup g(2, 4096, Elem::kBf16);
+  ASSERT_TRUE(g.ok());
+  CustomGroup::Call call;
+  call.elems = 4096;  // 8 KiB of bf16 in a 4 KiB region
+  const absl::Status s = g.Run(call);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  EXPECT_THAT(s.message(), HasSubstr("do not fit the custom all-reduce region"));
+  WorkspaceSpec bad;
+  bad.world = 17;
+  bad.custom_bytes = 4096;
+  std::vector<int> devices(17, 0);
+  EXPECT_EQ(LamportWorkspace::CreateLocal(bad, devices).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace lockstep::cuda
