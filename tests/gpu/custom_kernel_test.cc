@@ -56,6 +56,9 @@ class CustomGroup {
     if (group.ok()) regions_ = std::move(*group);
     for (auto& r : regions_)
       backends_.push_back(std::make_unique<GpuCustomBackend>(r.get(), nullptr));
+    // One status word per virtual rank (a region has its own rank's only).
+    cudaMalloc(&status_, sizeof(LamportStatus) * kMaxVirtualRanks);
+    cudaMemset(status_, 0, sizeof(LamportStatus) * kMaxVirtualRanks);
     inputs_.resize(static_cast<size_t>(world));
     outputs_.resize(static_cast<size_t>(world));
     for (int r = 0; r < world; ++r) {
@@ -69,6 +72,7 @@ class CustomGroup {
     }
   }
   ~CustomGroup() {
+    cudaFree(status_);
     for (auto& v : inputs_) {
       for (void* p : v) cudaFree(p);
     }
@@ -117,7 +121,8 @@ class CustomGroup {
       if (r == 0) merged = *l;
       merged.ranks[r] = l->ranks[0];
     }
-    // One status word and abort word for the launch: rank 0's.
+    // The group's status words, and rank 0's abort word for the launch.
+    merged.status = status_;
     merged.virtual_ranks = launched;
     return merged;
   }
@@ -126,7 +131,7 @@ class CustomGroup {
     if (!l.ok()) return l.status();
     if (absl::Status s = LaunchLamport(*l, nullptr); !s.ok()) return s;
     absl::Status s = CheckLamportStatus(*l, nullptr);
-    if (!s.ok()) (void)region(0).ClearStatus(nullptr);
+    cudaMemset(status_, 0, sizeof(LamportStatus) * kMaxVirtualRanks);
     return s;
   }
 
@@ -157,6 +162,7 @@ class CustomGroup {
   std::vector<std::unique_ptr<LamportWorkspace>> regions_;
   std::vector<std::unique_ptr<GpuCustomBackend>> backends_;
   std::vector<std::vector<void*>> inputs_, outputs_;
+  LamportStatus* status_ = nullptr;
 };
 
 std::vector<uint32_t> RandomBits(int64_t elems, Elem e, uint32_t seed) {
