@@ -2,7 +2,10 @@
 // one-shot and two-shot Lamport kernels, the size rule the dispatch core
 // applies, NCCL, the fused all-reduce + residual + RMSNorm against NCCL + a
 // separate norm kernel, bounded against unbounded waits, and a plain SM copy
-// into a peer's memory (the NVLink ceiling). One process drives every GPU;
+// into a peer's memory (the NVLink ceiling), and the custom all-reduce
+// (GpuCustomBackend's launches) staged as an eager call stages and on
+// registered inputs as a CUDA-graph replay reads them, up to SGLang's 16 MiB
+// bound. One process drives every GPU;
 // each measured call sequence is captured into one CUDA graph per GPU and
 // replayed, timed with CUDA events (the slowest GPU's time counts).
 //
@@ -25,6 +28,7 @@
 #include "dispatch/fused_launch.h"
 #include "kernels/cuda/allreduce_kernels.h"
 #include "kernels/cuda/cuda_status.h"
+#include "kernels/cuda/gpu_backends.h"
 #include "kernels/cuda/workspace.h"
 
 namespace lockstep::cuda {
@@ -33,11 +37,17 @@ namespace {
 constexpr int64_t kMaxBytes = int64_t{256} << 20;
 constexpr int64_t kNormHidden = 7168;
 constexpr int64_t kMaxNormTokens = 128;
+// The custom all-reduce's size bound (SGLANG_CUSTOM_ALL_REDUCE_V2_MAX_SIZE_KB).
+constexpr int64_t kCustomMaxBytes = int64_t{16} << 20;
 
 struct Rig {
   int n = 0;
   std::vector<int> devices;
   std::vector<std::unique_ptr<LamportWorkspace>> ws;
+  // Custom all-reduce regions (row 0 of each registers every GPU's `in`) and
+  // their backends.
+  std::vector<std::unique_ptr<LamportWorkspace>> custom;
+  std::vector<std::unique_ptr<GpuCustomBackend>> custom_backends;
   std::vector<cudaStream_t> streams;
   std::vector<void*> in, out, residual, residual_out, gamma;
   std::vector<ncclComm_t> comms;
@@ -79,6 +89,23 @@ absl::Status Build(Rig& rig) {
     rig.residual_out.push_back(ro);
     rig.gamma.push_back(g);
   }
+  WorkspaceSpec custom;
+  custom.world = rig.n;
+  custom.custom_bytes = kCustomMaxBytes;
+  custom.graph_rows = 1;
+  auto regions = LamportWorkspace::CreateLocal(custom, rig.devices);
+  if (!regions.ok()) return regions.status();
+  rig.custom = std::move(*regions);
+  std::vector<LamportWorkspace*> members;
+  std::vector<std::vector<const void*>> inputs;
+  for (int d = 0; d < rig.n; ++d) {
+    const auto i = static_cast<size_t>(d);
+    members.push_back(rig.custom[i].get());
+    inputs.push_back({rig.in[i]});
+    rig.custom_backends.push_back(
+        std::make_unique<GpuCustomBackend>(rig.custom[i].get(), rig.streams[i]));
+  }
+  LOCKSTEP_RETURN_IF_ERROR(LamportWorkspace::RegisterGraphInputsLocal(members, inputs));
   rig.comms.resize(static_cast<size_t>(rig.n));
   if (ncclResult_t r = ncclCommInitAll(rig.comms.data(), rig.n, rig.devices.data());
       r != ncclSuccess) {
@@ -319,6 +346,49 @@ void BM_Nccl(benchmark::State& state) {
   RunTimed(state, rig, bytes, [&] { return EnqueueNccl(rig, bytes / 2); });
 }
 
+// The custom all-reduce of `bytes` on every GPU: the launch GpuCustomBackend
+// makes for the dispatch core's decision (CustomGridBlocks, the reference
+// kernel flags), staged through the region or on the registered inputs.
+absl::StatusOr<LamportLaunch> CustomLaunch(Rig& rig, int d, int64_t bytes, bool registered) {
+  DecisionRecord record;
+  record.backend = BackendKind::kCustom;
+  record.kernel_flags = kReferenceCustomKernelFlags;
+  record.blocks = CustomGridBlocks(bytes);
+  const auto i = static_cast<size_t>(d);
+  return rig.custom_backends[i]->MakeLaunch(TensorDesc::Matrix(1, bytes / 2, DType::kBf16),
+                                            rig.in[i], rig.out[i], record,
+                                            registered ? rig.custom[i]->graph_row(0) : nullptr);
+}
+
+void CustomBench(benchmark::State& state, bool registered) {
+  Rig& rig = GetRig();
+  if (!Usable(state, rig)) return;
+  const int64_t bytes = state.range(0);
+  RunTimed(
+      state, rig, bytes,
+      [&]() -> absl::Status {
+        for (int d = 0; d < rig.n; ++d) {
+          LOCKSTEP_RETURN_IF_CUDA_ERROR(cudaSetDevice(d));
+          absl::StatusOr<LamportLaunch> l = CustomLaunch(rig, d, bytes, registered);
+          if (!l.ok()) return l.status();
+          LOCKSTEP_RETURN_IF_ERROR(LaunchLamport(*l, rig.streams[static_cast<size_t>(d)]));
+        }
+        return absl::OkStatus();
+      },
+      [&]() -> absl::Status {
+        for (int d = 0; d < rig.n; ++d) {
+          LOCKSTEP_RETURN_IF_CUDA_ERROR(cudaSetDevice(d));
+          absl::StatusOr<LamportLaunch> l = CustomLaunch(rig, d, bytes, registered);
+          if (!l.ok()) return l.status();
+          LOCKSTEP_RETURN_IF_ERROR(CheckLamportStatus(*l, rig.streams[static_cast<size_t>(d)]));
+        }
+        return absl::OkStatus();
+      });
+}
+
+void BM_Custom(benchmark::State& state) { CustomBench(state, false); }
+void BM_CustomRegistered(benchmark::State& state) { CustomBench(state, true); }
+
 void BM_FusedResidualRmsNorm(benchmark::State& state) {
   Rig& rig = GetRig();
   if (!Usable(state, rig)) return;
@@ -381,6 +451,10 @@ void WaitSizes(benchmark::internal::Benchmark* b) {
   }
   b->UseManualTime()->Iterations(3)->Unit(benchmark::kMicrosecond);
 }
+void CustomSizes(benchmark::internal::Benchmark* b) {
+  for (int64_t bytes = 1024; bytes <= kCustomMaxBytes; bytes *= 2) b->Arg(bytes);
+  b->UseManualTime()->Iterations(3)->Unit(benchmark::kMicrosecond);
+}
 void Tokens(benchmark::internal::Benchmark* b) {
   for (int64_t t = 1; t <= kMaxNormTokens; t *= 2) b->Arg(t);
   b->UseManualTime()->Iterations(3)->Unit(benchmark::kMicrosecond);
@@ -390,6 +464,8 @@ BENCHMARK(BM_Nccl)->Apply(Sizes);
 BENCHMARK(BM_OneShot)->Apply(Sizes);
 BENCHMARK(BM_TwoShot)->Apply(Sizes);
 BENCHMARK(BM_DispatchRule)->Apply(Sizes);
+BENCHMARK(BM_Custom)->Apply(CustomSizes);
+BENCHMARK(BM_CustomRegistered)->Apply(CustomSizes);
 BENCHMARK(BM_OneShotUnbounded)->Apply(WaitSizes);
 BENCHMARK(BM_TwoShotUnbounded)->Apply(WaitSizes);
 // What reading back the cleared buffer (kVerifyClear) costs.

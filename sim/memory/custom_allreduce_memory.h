@@ -142,7 +142,14 @@ class CustomMem : public protocol::WholeRangeChunks {
   // One simulated rank waits for its peers one after the other: nothing to join.
   bool EndBarrier(bool ok) const { return ok; }
   void EndCall(uint64_t) const {}  // NextEpoch already counted the call
-  Acc Zero() const { return Acc{}; }
+  // The reference kernels sum in fp32 and round once (SGLang 0.5.23
+  // sgl_kernel/vec.cuh reduce_vec, kFP32Acc; v1's packed_reduce upcasts too),
+  // as lockstep's GPU kernel does (GpuCustomBackend).
+  Acc Zero() const {
+    Acc a;
+    a.fp32 = true;
+    return a;
+  }
   void Add(Acc& acc, const Value& v) { AccumulatorAdd(ctx_, acc, v); }
   Value Finish(const Acc& acc) { return AccumulatorFinish(ctx_, acc); }
   void StoreOutput(int64_t pos, const Value& v) {

@@ -76,6 +76,17 @@ TEST_F(HwRunnerTest, CleanScenariosAreCleanAndAgreeWithTheSimulator) {
   }
 }
 
+// The whole chain on hardware: with the fusion backend off, the custom
+// all-reduce (GpuCustomBackend on regions shared through cuMem handles)
+// serves every call up to its bound and NCCL the one past it; --compare
+// checks every call's backend against the simulated run of the same seed.
+TEST_F(HwRunnerTest, TheCustomAllReduceRunsOnTheGpusAndAgreesWithTheSimulator) {
+  const HwRun r = RunHw("tp2-custom-llama3-h200x2.yaml", "--compare");
+  EXPECT_EQ(r.code, 0) << r.output;
+  EXPECT_EQ(r.report.value("verdict", ""), "clean") << r.output;
+  EXPECT_THAT(r.output, HasSubstr("compare: the simulator agrees"));
+}
+
 TEST_F(HwRunnerTest, DivergentLocalStateIsMaskedByTheReference) {
   const HwRun r = RunHw("tp2-h200x2-workspace-initialized-view.yaml", "--compare");
   EXPECT_EQ(r.code, 0) << r.output;
