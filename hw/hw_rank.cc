@@ -458,7 +458,9 @@ bool HwRank::Check(const SiteRef& site, uint64_t instance, const ExpectedRanks& 
   Fail(Verdict::kWrongPeer, Detector::kContributors,
        absl::StrFormat("rank %d's reduction at %s covered ranks %s, expected %s (element %d)",
                        rank_, site.ToString(), bad->covered, bad->expected, bad->element),
-       {{"rank", rank_}, {"site", site.ToString()}, {"expected", expected.ranks}});
+       {{"rank", rank_},
+        {"site", site.ToString()},
+        {"expected", std::vector<int>(expected.ranks.begin(), expected.ranks.end())}});
   return false;
 }
 

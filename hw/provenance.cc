@@ -12,7 +12,7 @@ float Factor(uint64_t instance, int64_t i) {
   return 1.0f + static_cast<float>((instance + static_cast<uint64_t>(i)) & 1u);
 }
 
-uint32_t MaskOf(const std::vector<int>& ranks) {
+uint32_t MaskOf(std::span<const int> ranks) {
   uint32_t mask = 0;
   for (int r : ranks) mask |= 1u << (r % kProvenanceRanks);
   return mask;
@@ -42,7 +42,7 @@ std::vector<uint8_t> ProvenanceInput(int rank, uint64_t parity, int64_t elems,
 
 std::optional<ProvenanceMismatch> CheckProvenanceRow(std::span<const uint8_t> row,
                                                      protocol::Elem elem, uint64_t instance,
-                                                     const std::vector<int>& expected) {
+                                                     std::span<const int> expected) {
   const int esize = protocol::ElemBytes(elem);
   const int64_t elems = static_cast<int64_t>(row.size()) / esize;
   const uint32_t want = MaskOf(expected);

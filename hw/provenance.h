@@ -37,7 +37,7 @@ struct ProvenanceMismatch {
 // against the ranks it had to cover; nullopt when it covers exactly them.
 std::optional<ProvenanceMismatch> CheckProvenanceRow(std::span<const uint8_t> row,
                                                      protocol::Elem elem, uint64_t instance,
-                                                     const std::vector<int>& expected);
+                                                     std::span<const int> expected);
 
 }  // namespace lockstep::hw
 

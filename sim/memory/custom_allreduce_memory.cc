@@ -9,15 +9,22 @@
 namespace lockstep {
 
 SimCustomAllReduce::SimCustomAllReduce(SimContext& ctx, std::string name, std::vector<int> peers)
-    : ctx_(ctx), name_(std::move(name)), peers_(std::move(peers)), members_(peers_.size()) {
-  for (Member& m : members_) {
-    for (auto& phase : m.flags) phase.resize(peers_.size());
-  }
-}
+    : ctx_(ctx),
+      name_(std::move(name)),
+      peers_(std::move(peers)),
+      members_(peers_.size()),
+      index_(peers_) {}
 
-int SimCustomAllReduce::MemberOf(int rank) const {
-  auto it = std::find(peers_.begin(), peers_.end(), rank);
-  return it == peers_.end() ? -1 : static_cast<int>(it - peers_.begin());
+int SimCustomAllReduce::MemberOf(int rank) const { return index_.Find(rank); }
+
+std::vector<SimCustomAllReduce::FlagRun>& SimCustomAllReduce::Flags(int32_t member, uint32_t phase,
+                                                                    int32_t writer) {
+  // Allocated on a member's first barrier: an instance whose predicates
+  // never admit a call (a group wider than any generation serves) costs
+  // nothing per pair of members.
+  auto& by_writer = members_[static_cast<size_t>(member)].flags[phase];
+  if (by_writer.empty()) by_writer.resize(peers_.size());
+  return by_writer[static_cast<size_t>(writer)];
 }
 
 protocol::ProtocolStatus SimCustomAllReduce::RunAllReduce(int member, const DecisionRecord& d,
@@ -53,7 +60,7 @@ void SimCustomAllReduce::RegisterGraphInputs(int member, std::vector<std::vector
 void SimCustomAllReduce::LandFlags(int32_t target, uint32_t phase, int32_t writer, int32_t blocks,
                                    uint64_t epoch) {
   Member& m = members_[static_cast<size_t>(target)];
-  StoreFlags(m.flags[phase][static_cast<size_t>(writer)], 0, blocks, epoch);
+  StoreFlags(Flags(target, phase, writer), 0, blocks, epoch);
   if (m.waiting && m.wait_phase == phase && m.wait_peer == writer) {
     m.waiting = false;
     ctx_.scheduler.Wake(peers_[static_cast<size_t>(target)]);
@@ -229,8 +236,7 @@ void CustomMem::Signal(int32_t peer, uint32_t phase, uint64_t epoch) {
 bool CustomMem::WaitFlags(int32_t peer, uint32_t phase, uint64_t epoch) {
   SimCustomAllReduce::Member& m = ar_.members_[static_cast<size_t>(member_)];
   const int source = ar_.peers_[static_cast<size_t>(peer)];
-  while (
-      !SimCustomAllReduce::FlagsHold(m.flags[phase][static_cast<size_t>(peer)], blocks_, epoch)) {
+  while (!SimCustomAllReduce::FlagsHold(ar_.Flags(member_, phase, peer), blocks_, epoch)) {
     m.waiting = true;
     m.wait_phase = phase;
     m.wait_peer = peer;

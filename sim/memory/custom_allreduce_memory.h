@@ -13,6 +13,7 @@
 #include "kernels/protocol/lamport.h"
 #include "kernels/protocol/memory_model.h"
 #include "sim/memory/data.h"
+#include "sim/memory/member_index.h"
 #include "sim/runtime/context.h"
 
 namespace lockstep {
@@ -83,7 +84,8 @@ class SimCustomAllReduce : public Waitable {
     std::vector<RunList> seen;
     uint64_t epoch = 0;
     int32_t blocks = 0;  // grid of the call in progress
-    // flags[phase][writer]: what writer's blocks last stored here.
+    // flags[phase][writer]: what writer's blocks last stored here (empty
+    // until the member's first barrier, see Flags).
     std::vector<std::vector<FlagRun>> flags[2];
     // CUDA graphs: the member's captured inputs (what its replays wrote
     // there) and its registration.
@@ -97,6 +99,8 @@ class SimCustomAllReduce : public Waitable {
     uint64_t wait_epoch = 0;
   };
   static void StoreFlags(std::vector<FlagRun>& runs, int32_t begin, int32_t end, uint64_t epoch);
+  // flags[phase][writer] of `member`, allocating the member's table first.
+  std::vector<FlagRun>& Flags(int32_t member, uint32_t phase, int32_t writer);
   // Member `writer`'s `blocks` flags of `phase` land at member `target`
   // holding `epoch`, waking it if it waits for them.
   void LandFlags(int32_t target, uint32_t phase, int32_t writer, int32_t blocks, uint64_t epoch);
@@ -107,6 +111,7 @@ class SimCustomAllReduce : public Waitable {
   std::vector<int> peers_;
   std::vector<Member> members_;
   std::vector<LostFlag> lost_;
+  MemberIndex index_;  // peers_ by rank
 };
 
 class CustomMem : public protocol::WholeRangeChunks {

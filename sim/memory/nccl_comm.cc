@@ -40,7 +40,8 @@ SimComm::SimComm(SimContext& ctx, std::string name, std::vector<int> ranks)
       posts_(ranks_.size()),
       next_seq_(ranks_.size(), 0),
       gathered_for_(ranks_.size()),
-      expired_at_(ranks_.size(), -1) {}
+      expired_at_(ranks_.size(), -1),
+      index_(ranks_) {}
 
 int64_t SimComm::WatchdogNs() const {
   return static_cast<int64_t>(ctx_.scenario.timeouts.watchdog_ms * 1e6);
@@ -52,10 +53,7 @@ std::optional<int64_t> SimComm::TakeExpiry(int member) {
   return std::exchange(at, -1);
 }
 
-int SimComm::MemberOf(int rank) const {
-  auto it = std::find(ranks_.begin(), ranks_.end(), rank);
-  return it == ranks_.end() ? -1 : static_cast<int>(it - ranks_.begin());
-}
+int SimComm::MemberOf(int rank) const { return index_.Find(rank); }
 
 void SimComm::Arrive(int member, const Post& post) {
   // A rank resumed only to shut down must not post: its buffers are about to go.

@@ -15,6 +15,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "dispatch/dtype.h"
 #include "sim/memory/data.h"
+#include "sim/memory/member_index.h"
 #include "sim/runtime/context.h"
 
 namespace lockstep {
@@ -96,6 +97,7 @@ class SimComm : public Waitable {
   std::vector<int64_t> gathered_;
   std::vector<std::vector<int64_t>> gathered_for_;  // per member, copied at completion
   std::vector<int64_t> expired_at_;                 // per member, -1: none (TakeExpiry)
+  MemberIndex index_;                               // ranks_ by rank
 };
 
 // Point-to-point messages between pipeline stages (NCCL send/recv): eager

@@ -18,16 +18,10 @@ SimWorkspace::SimWorkspace(SimContext& ctx, std::string name, WorkspaceKind kind
       peers_(std::move(peers)),
       group_(group),
       capacity_(capacity),
-      members_(peers_.size()) {
-  for (int from : peers_) {
-    for (int to : peers_) hop_.push_back(&ctx.hardware.Spec(ctx.hardware.Hop(from, to)));
-  }
-}
+      members_(peers_.size()),
+      index_(peers_) {}
 
-int SimWorkspace::MemberOf(int rank) const {
-  auto it = std::find(peers_.begin(), peers_.end(), rank);
-  return it == peers_.end() ? -1 : static_cast<int>(it - peers_.begin());
-}
+int SimWorkspace::MemberOf(int rank) const { return index_.Find(rank); }
 
 protocol::ProtocolStatus SimWorkspace::RunAllReduce(int member, const DecisionRecord& d,
                                                     const SimTensor& in, SimTensor& out) {
@@ -54,10 +48,7 @@ void SimWorkspace::Rebind(std::vector<int> peers, GroupId group, uint32_t genera
   group_ = group;
   generation_ = generation;
   members_.assign(peers_.size(), Member{});
-  hop_.clear();
-  for (int from : peers_) {
-    for (int to : peers_) hop_.push_back(&ctx_.hardware.Spec(ctx_.hardware.Hop(from, to)));
-  }
+  index_.Reset(peers_);
 }
 
 bool SimWorkspace::WaitsOnLostWrite(int, int64_t detail) const {
@@ -122,8 +113,9 @@ void LamportMem::Push(int32_t peer, uint32_t buffer, int64_t offset, const Value
   const int64_t bytes = v.len * protocol::ElemBytes(ctx_.elem);
   int64_t ready = ctx_.Clock(rank_);
   if (target != rank_) {
-    const HopSpec& hop =
-        *ws_.hop_[static_cast<size_t>(member_) * ws_.peers_.size() + static_cast<size_t>(peer)];
+    // The link this push takes (looked up per push: a table of every pair
+    // would grow with the square of the peer set).
+    const HopSpec& hop = ctx_.hardware.Spec(ctx_.hardware.Hop(rank_, target));
     ready += static_cast<int64_t>(hop.latency_us * 1e3 +
                                   static_cast<double>(bytes) / hop.bandwidth_gbps + 0.5);
     if (ctx_.faults != nullptr) {

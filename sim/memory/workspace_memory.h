@@ -16,6 +16,7 @@
 #include "kernels/protocol/memory_model.h"
 #include "sim/memory/data.h"
 #include "sim/memory/lamport_buffer.h"
+#include "sim/memory/member_index.h"
 #include "sim/memory/run_list.h"
 #include "sim/runtime/context.h"
 
@@ -99,8 +100,7 @@ class SimWorkspace : public Waitable {
   uint32_t generation_ = 0;
   std::vector<Member> members_;
   std::vector<LostWrite> lost_;
-  // hop_[from * peers + to]: the link a push from member `from` to `to` takes.
-  std::vector<const HopSpec*> hop_;
+  MemberIndex index_;  // peers_ by rank
 };
 
 // The memory policy of kernels/protocol/memory_model.h over a SimWorkspace:

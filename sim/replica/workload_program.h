@@ -55,6 +55,7 @@
 #define LOCKSTEP_SIM_REPLICA_WORKLOAD_PROGRAM_H_
 
 #include <algorithm>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string_view>
@@ -72,21 +73,62 @@
 
 namespace lockstep {
 
-// A set of ranks a reduction must cover, and the key that identifies it.
+// A set of ranks a reduction must cover (ascending), and the key that
+// identifies it. Every rank of a group holds one, so the ranks are a view,
+// not a copy: of one shared 0, 1, 2, ... array for a contiguous range (the
+// usual case), of the layout's own peer list when it is sorted, and only
+// otherwise of a sorted copy this object owns. A copy per rank made world
+// 16384 of one wide group cost gigabytes.
 struct ExpectedRanks {
-  std::vector<int> ranks;
+  std::span<const int> ranks;
   uint64_t key = 0;
-  void Seal() {
-    StableHasher h;
-    for (int r : ranks) h.Add(static_cast<uint64_t>(r));
-    key = h.digest();
-  }
-  static ExpectedRanks Of(std::span<const int> peers) {
+  std::shared_ptr<const std::vector<int>> owned;  // backs `ranks` when neither view applies
+
+  // Ranks [first, first + count).
+  static ExpectedRanks Range(int first, int count) {
     ExpectedRanks e;
-    e.ranks.assign(peers.begin(), peers.end());
-    std::sort(e.ranks.begin(), e.ranks.end());
-    e.Seal();
+    e.ranks = std::span<const int>(Iota().data() + first, static_cast<size_t>(count));
+    StableHasher h;
+    h.Add(uint64_t{0x52414e4745});  // "RANGE": apart from any listed set's key
+    h.Add(static_cast<uint64_t>(first));
+    h.Add(static_cast<uint64_t>(count));
+    e.key = h.digest();
     return e;
+  }
+  // `peers` (which must outlive the result when it is sorted: the layout's).
+  static ExpectedRanks Of(std::span<const int> peers) {
+    if (peers.empty()) return ExpectedRanks{};
+    if (IsRange(peers)) return Range(peers.front(), static_cast<int>(peers.size()));
+    ExpectedRanks e;
+    if (std::is_sorted(peers.begin(), peers.end())) {
+      e.ranks = peers;
+    } else {
+      auto sorted = std::make_shared<std::vector<int>>(peers.begin(), peers.end());
+      std::sort(sorted->begin(), sorted->end());
+      e.owned = sorted;
+      e.ranks = *sorted;
+    }
+    StableHasher h;
+    for (int r : e.ranks) h.Add(static_cast<uint64_t>(r));
+    e.key = h.digest();
+    return e;
+  }
+
+ private:
+  static bool IsRange(std::span<const int> peers) {
+    for (size_t i = 1; i < peers.size(); ++i) {
+      if (peers[i] != peers.front() + static_cast<int>(i)) return false;
+    }
+    return peers.front() >= 0 && static_cast<size_t>(peers.front()) + peers.size() <= Iota().size();
+  }
+  // 0, 1, ..., kMaxWorldSize - 1, built once (thread-safe static initialisation).
+  static const std::vector<int>& Iota() {
+    static const std::vector<int> iota = [] {
+      std::vector<int> v(static_cast<size_t>(kMaxWorldSize));
+      for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<int>(i);
+      return v;
+    }();
+    return iota;
   }
 };
 
@@ -111,8 +153,7 @@ class WorkloadProgram {
     const int base = stage_ * w_.tp;
     const int span = w_.moe_ep * w_.moe_tp;
     const int d = (rank - base) / span;
-    for (int k = 0; k < span; ++k) moe_group_.ranks.push_back(base + d * span + k);
-    moe_group_.Seal();
+    moe_group_ = ExpectedRanks::Range(base + d * span, span);
     attn_group_ = ExpectedRanks::Of(layout_.Peers(layout_.GroupOf(GroupRole::kAttnTp, rank)));
     tp_group_ = ExpectedRanks::Of(layout_.Peers(layout_.GroupOf(GroupRole::kTp, rank)));
     // Attention-DP group index: (dp, cp, tp) order, tp fastest.
@@ -121,8 +162,7 @@ class WorkloadProgram {
     // are written by the attention-TP ranks of its CP rank 0
     // (dp_attention.py:_dp_gather_via_all_reduce).
     const int group_base = base + attn_dp_index_ * w_.attn_cp * w_.attn_tp;
-    for (int t = 0; t < w_.attn_tp; ++t) gather_writers_.ranks.push_back(group_base + t);
-    gather_writers_.Seal();
+    gather_writers_ = ExpectedRanks::Range(group_base, w_.attn_tp);
     writes_gather_ = (rank - group_base) < w_.attn_tp;
   }
 
