@@ -342,6 +342,15 @@ std::vector<std::string> DescribeDifferences(const DecisionRecord& a, const Deci
   return out;
 }
 
+bool SameDecision(const DecisionRecord& a, const DecisionRecord& b) {
+  // Every predicate field is the predicate's evaluated and held bits.
+  if (a.evaluated != b.evaluated || a.held != b.held) return false;
+  for (const DecisionField& f : kScalarFields) {
+    if (f.fingerprinted && f.value(a) != f.value(b)) return false;
+  }
+  return true;
+}
+
 uint64_t DecisionFingerprint(const DecisionRecord& r) {
   StableHasher h;
   for (const DecisionField& f : DecisionFields()) {

@@ -4,6 +4,7 @@
 #ifndef LOCKSTEP_SIM_SIM_RUN_H_
 #define LOCKSTEP_SIM_SIM_RUN_H_
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -31,6 +32,17 @@ struct CallLog {
   int32_t object = 0;
   SiteRef site;
   DecisionRecord record;
+  int64_t position = 0;  // among every record the rank made (kept or compacted away)
+};
+
+// The decision logs of a run's ranks, as one budget: when they hold `limit`
+// records, `compact` drops the ones no report can name (CompactDecisionLogs)
+// and sets the next limit. Keeps a long run's memory bounded by what is in
+// flight, not by its length.
+struct DecisionLogBudget {
+  uint64_t held = 0;
+  uint64_t limit = 0;  // 0: keep every record (a decision log was asked for)
+  std::function<void()> compact;
 };
 
 // An error a rank's backend raised that the policy did not propagate: it
@@ -48,7 +60,13 @@ struct SwallowedError {
 
 struct RankRuntime : CallObserver {
   CallPlace OnBackendCall(const DecisionRecord& record) override {
-    if (keep_decisions) calls.push_back(CallLog{current_object, current_site, record});
+    if (keep_decisions) {
+      calls.push_back(CallLog{current_object, current_site, record, logged++});
+      if (log_budget != nullptr && log_budget->limit != 0 &&
+          ++log_budget->held >= log_budget->limit) {
+        log_budget->compact();
+      }
+    }
     // Another backend after an error in the same dispatched call: the policy
     // swallowed the error and fell back.
     for (SwallowedError& e : raised_in_call) {
@@ -94,6 +112,8 @@ struct RankRuntime : CallObserver {
   bool keep_decisions = true;
 
   std::vector<CallLog> calls;
+  int64_t logged = 0;                       // records made, kept or not
+  DecisionLogBudget* log_budget = nullptr;  // the run's (null: never compacted)
   uint64_t calls_made = 0;
   int step = 0;                  // the step the rank is in
   uint64_t step_first_call = 0;  // calls_made when it began
@@ -140,6 +160,7 @@ class SimRun {
   ReplicaConfig replica;  // the serving configuration, resolved (Setup)
   WorkspaceTags tags;
   std::vector<RankRuntime> ranks;
+  DecisionLogBudget log_budget;  // the ranks' decision logs (Setup)
   // The simulated resources the ranks' backends share, one per group instance
   // (built as the first member wires it).
   std::vector<std::unique_ptr<SimWorkspace>> workspaces;

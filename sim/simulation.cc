@@ -165,9 +165,21 @@ absl::Status SimRun::Setup() {
   // are wired before any rank's groups (the TP vote reads their outcome).
   absl::flat_hash_map<std::pair<uint32_t, uint32_t>, int32_t> workspace_index;
   absl::flat_hash_map<std::pair<int, uint32_t>, int32_t> comm_index, custom_index;
+  // Decision records no report can name are dropped as the run goes, unless
+  // the caller asked for the whole log.
+  if (options.keep_decisions && !options.keep_decision_log) {
+    const uint64_t floor = options.compact_decisions_at != 0 ? options.compact_decisions_at
+                                                             : kMinDecisionLogCompaction;
+    log_budget.limit = floor;
+    log_budget.compact = [this, floor] {
+      log_budget.held = CompactDecisionLogs(*this);
+      log_budget.limit = std::max(floor, 2 * log_budget.held);
+    };
+  }
   for (int r = 0; r < world; ++r) {
     RankRuntime& rt = ranks[static_cast<size_t>(r)];
     rt.keep_decisions = options.keep_decisions;
+    rt.log_budget = &log_budget;
     SimWiringRuntime runtime(*this, r, workspace_index, comm_index, custom_index);
     if (absl::Status st = WireWorkspaces(config, layout, policy, r, plan, runtime, rt.wiring);
         !st.ok()) {

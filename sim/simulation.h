@@ -46,6 +46,11 @@ struct SimOptions {
   bool keep_decisions = true;     // keep decision records (explains hangs)
   // Fill SimResult::decision_log (needs keep_decisions).
   bool keep_decision_log = false;
+  // Decision records held before the run first drops those no report can
+  // name (CompactDecisionLogs, sim/report/analysis.h); later limits double
+  // what stayed. 0: the default, kMinDecisionLogCompaction. Tests set it low
+  // to compact at every few calls.
+  uint64_t compact_decisions_at = 0;
   // The faults of the run (faults/ builds them from the scenario's list or a
   // swarm draw). Required when the scenario declares faults. Not owned.
   SimFaultPlan* faults = nullptr;

@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
@@ -135,7 +136,7 @@ nlohmann::json FirstDivergentDecision(const SimRun& run, std::string* line,
     for (size_t i = 0; i < log.size(); ++i) {
       const CallLog& c = log[i];
       GroupCall& call = calls[{c.object, c.record.group.value, c.record.seq}];
-      call.first_position = std::min(call.first_position, i);
+      call.first_position = std::min(call.first_position, static_cast<size_t>(c.position));
       if (!call.members.empty() && call.members.back().first == static_cast<int>(r)) {
         call.members.back().second = &c;
       } else {
@@ -404,6 +405,66 @@ SimResult AnalyzeRun(const SimRun& run) {
     result.details["exchange"] = run.exchange_note;
   }
   return result;
+}
+
+uint64_t CompactDecisionLogs(SimRun& run) {
+  const ParallelLayout& layout = run.ctx.layout;
+  struct Call {
+    int64_t members = 0;  // records, one per rank unless `twice`
+    int last_rank = -1;
+    bool twice = false;  // a rank made two records (a fallback): kept
+    bool alike = true;
+    const DecisionRecord* first = nullptr;
+  };
+  size_t held = 0;
+  for (const RankRuntime& rt : run.ranks) held += rt.calls.size();
+  absl::flat_hash_map<GroupCallKey, Call> calls;
+  calls.reserve(held / 2);
+  // Per (object, group): the lowest, over the ranks that logged any call on
+  // it, of the highest call each logged there.
+  absl::flat_hash_map<std::pair<int32_t, uint32_t>, uint64_t> settled_below, latest;
+  for (size_t r = 0; r < run.ranks.size(); ++r) {
+    latest.clear();
+    for (const CallLog& c : run.ranks[r].calls) {
+      Call& call = calls[{c.object, c.record.group.value, c.record.seq}];
+      call.twice |= call.last_rank == static_cast<int>(r);
+      call.last_rank = static_cast<int>(r);
+      ++call.members;
+      if (call.first == nullptr) {
+        call.first = &c.record;
+      } else if (call.alike) {
+        call.alike = Choice(c.record) == Choice(*call.first) && SameDecision(c.record, *call.first);
+      }
+      uint64_t& l = latest[{c.object, c.record.group.value}];
+      l = std::max(l, c.record.seq);
+    }
+    for (const auto& [group, seq] : latest) {
+      auto [it, fresh] = settled_below.try_emplace(group, seq);
+      if (!fresh) it->second = std::min(it->second, seq);
+    }
+  }
+  auto droppable = [&](const CallLog& c) {
+    const Call& call = calls.at({c.object, c.record.group.value, c.record.seq});
+    return call.alike && !call.twice && call.members == layout.GroupSize(c.record.group) &&
+           c.record.seq < settled_below.at({c.object, c.record.group.value});
+  };
+  uint64_t kept = 0;
+  for (RankRuntime& rt : run.ranks) {
+    // Decide every record before moving any: `first` points into the logs.
+    std::vector<bool> drop(rt.calls.size());
+    for (size_t i = 0; i < rt.calls.size(); ++i) drop[i] = droppable(rt.calls[i]);
+    size_t out = 0;
+    for (size_t i = 0; i < rt.calls.size(); ++i) {
+      if (drop[i]) continue;
+      if (out != i) rt.calls[out] = std::move(rt.calls[i]);
+      ++out;
+    }
+    // The capacity stays: it is what the rank logs between two compactions,
+    // which the budget bounds, and the next records reuse it.
+    rt.calls.resize(out);
+    kept += out;
+  }
+  return kept;
 }
 
 }  // namespace lockstep

@@ -14,6 +14,17 @@ namespace lockstep {
 
 SimResult AnalyzeRun(const SimRun& run);
 
+// Records a run's decision logs hold before it first compacts them.
+inline constexpr uint64_t kMinDecisionLogCompaction = uint64_t{1} << 16;
+
+// Drops from every rank's decision log (RankRuntime::calls) the records of
+// calls no report can name: every member of the call's group made it exactly
+// once, all decided alike (the same choice and fingerprint), and every member
+// has since made a later call on the same group (so no fallback record can
+// still come for it). What the first divergent decision reports is unchanged
+// (records keep their positions); returns the records kept.
+uint64_t CompactDecisionLogs(SimRun& run);
+
 }  // namespace lockstep
 
 #endif  // LOCKSTEP_SIM_REPORT_ANALYSIS_H_

@@ -159,5 +159,39 @@ TEST(DivergenceTest, ACallWhereOnlyTheInputsDifferedComesAfterADifferentChoice) 
   EXPECT_THAT(r.summary, HasSubstr("rank 1 chose nccl"));
 }
 
+// The decision logs are compacted as a run goes (CompactDecisionLogs): calls
+// whose members all made them, decided alike and moved on are dropped. Each
+// perturbation above, compacted after every record, reports exactly what the
+// run that keeps the whole log reports: an earlier call whose members chose
+// differently, or only differed in their inputs, is never compacted away.
+TEST(DivergenceTest, CompactingTheDecisionLogsAfterEveryRecordChangesNoReport) {
+  struct Perturbation {
+    OneRankDiffers attention;
+    OneRankDiffers moe;
+  };
+  const Perturbation cases[] = {
+      {OneRankDiffers(1, -1, 2), OneRankDiffers(0, -1, -1)},
+      {OneRankDiffers(-1, 0, 2), OneRankDiffers(-1, -1, -1)},
+      {OneRankDiffers(-1, 0, -1), OneRankDiffers(-1, -1, 1)},
+      {OneRankDiffers(-1, -1, 3), OneRankDiffers(0, 1, -1)},
+  };
+  for (size_t i = 0; i < std::size(cases); ++i) {
+    SimOptions o;
+    o.customize = [&](SimRun& run) {
+      Rewire(run, 1, GroupRole::kAttnTp, &cases[i].attention);
+      Rewire(run, 1, GroupRole::kMoeEp, &cases[i].moe);
+    };
+    o.compact_decisions_at = 1;
+    const SimResult compacted = RunScenario(o);
+    o.compact_decisions_at = 0;
+    o.keep_decision_log = true;  // keeps every record
+    const SimResult whole = RunScenario(o);
+    EXPECT_NE(whole.verdict, Verdict::kClean) << "case " << i << ": " << whole.summary;
+    EXPECT_EQ(compacted.verdict, whole.verdict) << "case " << i;
+    EXPECT_EQ(compacted.summary, whole.summary) << "case " << i;
+    EXPECT_EQ(compacted.details.dump(), whole.details.dump()) << "case " << i;
+  }
+}
+
 }  // namespace
 }  // namespace lockstep
