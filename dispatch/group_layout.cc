@@ -177,7 +177,14 @@ int ParallelLayout::AddObject(std::string name, GroupRole role, Partition partit
 GroupId ParallelLayout::InternUnchecked(std::vector<int> ranks) {
   // Ids are handed out in insertion order, so they never depend on hashing.
   auto [it, inserted] = intern_.try_emplace(ranks, static_cast<uint32_t>(peer_sets_.size()));
-  if (inserted) peer_sets_.push_back(std::move(ranks));
+  if (inserted) {
+    bool range = !ranks.empty();
+    for (size_t i = 1; i < ranks.size() && range; ++i) {
+      range = ranks[i] == ranks.front() + static_cast<int>(i);
+    }
+    range_start_.push_back(range ? ranks.front() : -1);
+    peer_sets_.push_back(std::move(ranks));
+  }
   return GroupId{it->second};
 }
 
@@ -199,6 +206,9 @@ absl::StatusOr<GroupId> ParallelLayout::Intern(std::span<const int> ranks) {
 
 int ParallelLayout::RankInGroup(GroupId id, int rank) const {
   const auto& peers = peer_sets_[id.value];
+  if (const int first = range_start_[id.value]; first >= 0) {
+    return rank >= first && rank - first < static_cast<int>(peers.size()) ? rank - first : -1;
+  }
   auto it = std::find(peers.begin(), peers.end(), rank);
   return it == peers.end() ? -1 : static_cast<int>(it - peers.begin());
 }

@@ -76,6 +76,10 @@ class ParallelLayout {
   // Ranks of a peer set, in group order.
   std::span<const int> Peers(GroupId id) const { return peer_sets_[id.value]; }
   int GroupSize(GroupId id) const { return static_cast<int>(peer_sets_[id.value].size()); }
+  // The first rank when the set is the ranks first, first + 1, ... in order
+  // (most groups are), else -1: callers that would scan the set per rank
+  // answer in O(1) instead.
+  int RangeStart(GroupId id) const { return range_start_[id.value]; }
   // Position of `rank` within group `id`, or -1 when it is not a member.
   int RankInGroup(GroupId id, int rank) const;
   // Number of distinct peer sets interned.
@@ -96,6 +100,7 @@ class ParallelLayout {
   ParallelConfig config_;
   ParallelWidths widths_;
   std::vector<std::vector<int>> peer_sets_;
+  std::vector<int> range_start_;  // per peer set: RangeStart
   absl::flat_hash_map<std::vector<int>, uint32_t> intern_;
   std::vector<GroupObject> objects_;
   std::array<int, kNumGroupRoles> role_object_{};

@@ -47,18 +47,29 @@ std::vector<int> Members(const ParallelLayout& layout, GroupId id) {
 // rank: votes read every member's raw local state at once (set-up takes no
 // virtual time), and the simulated resources are built once per group
 // instance, by the first member that wires it.
+// What the ranks' wiring runtimes share: the group instances built so far,
+// and answers every member of a group would otherwise compute again (a
+// group of 16384 ranks made that 16384² steps).
+struct WiringShared {
+  absl::flat_hash_map<std::pair<uint32_t, uint32_t>, int32_t> workspace_index;
+  absl::flat_hash_map<std::pair<int, uint32_t>, int32_t> comm_index, custom_index;
+  // Votes per (group, ballot field), valid within one wiring pass (a pass
+  // reads a field no rank writes in it; cleared between passes).
+  absl::flat_hash_map<std::pair<uint32_t, int>, bool> votes;
+  // Hardware answers per (peer list, query); the lists are the layout's.
+  absl::flat_hash_map<std::tuple<const int*, size_t, int>, bool> hardware;
+};
+
 class SimWiringRuntime final : public WiringRuntime {
  public:
-  SimWiringRuntime(SimRun& run, int rank,
-                   absl::flat_hash_map<std::pair<uint32_t, uint32_t>, int32_t>& workspace_index,
-                   absl::flat_hash_map<std::pair<int, uint32_t>, int32_t>& comm_index,
-                   absl::flat_hash_map<std::pair<int, uint32_t>, int32_t>& custom_index)
+  SimWiringRuntime(SimRun& run, int rank, WiringShared& shared)
       : run_(run),
         rank_(rank),
         backend_context_{rank, &run.ranks[static_cast<size_t>(rank)], &run.ctx.faults},
-        workspace_index_(workspace_index),
-        comm_index_(comm_index),
-        custom_index_(custom_index) {}
+        shared_(shared),
+        workspace_index_(shared.workspace_index),
+        comm_index_(shared.comm_index),
+        custom_index_(shared.custom_index) {}
 
   absl::StatusOr<std::vector<VoteBallot>> GatherBallots(GroupId group, const VoteBallot&) override {
     std::vector<VoteBallot> ballots;
@@ -67,14 +78,30 @@ class SimWiringRuntime final : public WiringRuntime {
     }
     return ballots;
   }
+  absl::StatusOr<bool> Vote(GroupId group, const VoteBallot&, bool VoteBallot::*field) override {
+    const int key = field == &VoteBallot::workspace_allocated ? 0
+                    : field == &VoteBallot::library_loaded    ? 1
+                                                              : 2;
+    auto [it, fresh] = shared_.votes.try_emplace(std::pair{group.value, key}, true);
+    if (fresh) {
+      for (int peer : run_.ctx.layout.Peers(group)) {
+        it->second &= run_.ranks[static_cast<size_t>(peer)].wiring.ballot.*field;
+      }
+    }
+    return it->second;
+  }
   bool FusedKernelReachable(std::span<const int> peers) override {
-    return run_.ctx.hardware.FusedKernelReachable(std::vector<int>(peers.begin(), peers.end()));
+    return Hardware(peers, 0, [&](const std::vector<int>& v) {
+      return run_.ctx.hardware.FusedKernelReachable(v);
+    });
   }
   bool FullNvlink(std::span<const int> peers) override {
-    return run_.ctx.hardware.FullNvlink(std::vector<int>(peers.begin(), peers.end()));
+    return Hardware(peers, 1,
+                    [&](const std::vector<int>& v) { return run_.ctx.hardware.FullNvlink(v); });
   }
   bool SameNode(std::span<const int> peers) override {
-    return run_.ctx.hardware.SameNode(std::vector<int>(peers.begin(), peers.end()));
+    return Hardware(peers, 2,
+                    [&](const std::vector<int>& v) { return run_.ctx.hardware.SameNode(v); });
   }
 
   absl::StatusOr<WorkspaceHandle> CreateWorkspace(WorkspaceKind kind, GroupId group,
@@ -127,9 +154,17 @@ class SimWiringRuntime final : public WiringRuntime {
     return all[static_cast<size_t>(it->second)].get();
   }
 
+  template <class Query>
+  bool Hardware(std::span<const int> peers, int query, const Query& ask) {
+    auto [it, fresh] = shared_.hardware.try_emplace(std::tuple{peers.data(), peers.size(), query});
+    if (fresh) it->second = ask(std::vector<int>(peers.begin(), peers.end()));
+    return it->second;
+  }
+
   SimRun& run_;
   int rank_;
   SimBackendContext backend_context_;
+  WiringShared& shared_;
   absl::flat_hash_map<std::pair<uint32_t, uint32_t>, int32_t>& workspace_index_;
   absl::flat_hash_map<std::pair<int, uint32_t>, int32_t>& comm_index_;
   absl::flat_hash_map<std::pair<int, uint32_t>, int32_t>& custom_index_;
@@ -163,8 +198,7 @@ absl::Status SimRun::Setup() {
   }
   // The votes read every member's state at once, so every rank's workspaces
   // are wired before any rank's groups (the TP vote reads their outcome).
-  absl::flat_hash_map<std::pair<uint32_t, uint32_t>, int32_t> workspace_index;
-  absl::flat_hash_map<std::pair<int, uint32_t>, int32_t> comm_index, custom_index;
+  WiringShared shared;
   // Decision records no report can name are dropped as the run goes, unless
   // the caller asked for the whole log.
   if (options.keep_decisions && !options.keep_decision_log) {
@@ -180,14 +214,15 @@ absl::Status SimRun::Setup() {
     RankRuntime& rt = ranks[static_cast<size_t>(r)];
     rt.keep_decisions = options.keep_decisions;
     rt.log_budget = &log_budget;
-    SimWiringRuntime runtime(*this, r, workspace_index, comm_index, custom_index);
+    SimWiringRuntime runtime(*this, r, shared);
     if (absl::Status st = WireWorkspaces(config, layout, policy, r, plan, runtime, rt.wiring);
         !st.ok()) {
       return st;
     }
   }
+  shared.votes.clear();  // the TP vote reads what the first pass wrote
   for (int r = 0; r < world; ++r) {
-    SimWiringRuntime runtime(*this, r, workspace_index, comm_index, custom_index);
+    SimWiringRuntime runtime(*this, r, shared);
     if (absl::Status st = WireGroups(config, layout, policy, tags, r, runtime,
                                      ranks[static_cast<size_t>(r)].wiring);
         !st.ok()) {

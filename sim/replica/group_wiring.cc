@@ -3,17 +3,6 @@
 #include <utility>
 
 namespace lockstep {
-namespace {
-
-// Whether every ballot says yes to `field`.
-bool All(const std::vector<VoteBallot>& ballots, bool VoteBallot::*field) {
-  for (const VoteBallot& b : ballots) {
-    if (!(b.*field)) return false;
-  }
-  return true;
-}
-
-}  // namespace
 
 VoteBallot BallotOf(const RankLocalState& local) {
   return VoteBallot{local.workspace_allocated, local.library_loaded, local.library_loaded};
@@ -55,9 +44,9 @@ absl::Status WireWorkspaces(const WiringConfig& config, const ParallelLayout& la
     const std::span<const int> peers = layout.Peers(id);
     if (peers.size() <= 1) return absl::OkStatus();  // skipped, as for world <= 1
     const bool reachable = runtime.FusedKernelReachable(peers);
-    absl::StatusOr<std::vector<VoteBallot>> ballots = runtime.GatherBallots(id, ballot);
-    if (!ballots.ok()) return ballots.status();
-    const bool all_allocated = reachable && All(*ballots, &VoteBallot::workspace_allocated);
+    absl::StatusOr<bool> allocated = runtime.Vote(id, ballot, &VoteBallot::workspace_allocated);
+    if (!allocated.ok()) return allocated.status();
+    const bool all_allocated = reachable && *allocated;
     votes_ok &= all_allocated;
     absl::StatusOr<WorkspaceHandle> created =
         runtime.CreateWorkspace(kind, id, config.capacity, binding.generation, reachable);
@@ -99,9 +88,9 @@ absl::Status WireGroups(const WiringConfig& config, const ParallelLayout& layout
   const GroupId tp = layout.GroupOf(GroupRole::kTp, rank);
   bool tp_ok = wiring.ballot.fusion_ok;
   if (layout.GroupSize(tp) > 1) {
-    absl::StatusOr<std::vector<VoteBallot>> ballots = runtime.GatherBallots(tp, wiring.ballot);
-    if (!ballots.ok()) return ballots.status();
-    tp_ok = All(*ballots, &VoteBallot::fusion_ok);
+    absl::StatusOr<bool> voted = runtime.Vote(tp, wiring.ballot, &VoteBallot::fusion_ok);
+    if (!voted.ok()) return voted.status();
+    tp_ok = *voted;
   }
   const bool local_ok = wiring.local.library_loaded && (!policy.WorkspaceFailureDisablesFusion() ||
                                                         wiring.local.workspace_allocated);

@@ -88,6 +88,18 @@ class WiringRuntime {
                                                                 const VoteBallot& mine) = 0;
   // Whether the GPUs of `peers` reach each other for the fused kernel (one
   // NVLink node, or one MNNVL clique).
+  // Whether every member's ballot says yes to `field`: a vote over `group`
+  // (every member calls it). By default every ballot is gathered; a runtime
+  // that holds them all may answer once per group.
+  virtual absl::StatusOr<bool> Vote(GroupId group, const VoteBallot& mine,
+                                    bool VoteBallot::*field) {
+    absl::StatusOr<std::vector<VoteBallot>> ballots = GatherBallots(group, mine);
+    if (!ballots.ok()) return ballots.status();
+    for (const VoteBallot& b : *ballots) {
+      if (!(b.*field)) return false;
+    }
+    return true;
+  }
   virtual bool FusedKernelReachable(std::span<const int> peers) = 0;
   // Topology facts the custom all-reduce's predicates read.
   virtual bool FullNvlink(std::span<const int> peers) = 0;

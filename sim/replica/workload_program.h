@@ -95,6 +95,13 @@ struct ExpectedRanks {
     e.key = h.digest();
     return e;
   }
+  // The members of `group` (O(1) for a range of ranks).
+  static ExpectedRanks OfGroup(const ParallelLayout& layout, GroupId group) {
+    if (const int first = layout.RangeStart(group); first >= 0) {
+      return Range(first, layout.GroupSize(group));
+    }
+    return Of(layout.Peers(group));
+  }
   // `peers` (which must outlive the result when it is sorted: the layout's).
   static ExpectedRanks Of(std::span<const int> peers) {
     if (peers.empty()) return ExpectedRanks{};
@@ -154,8 +161,8 @@ class WorkloadProgram {
     const int span = w_.moe_ep * w_.moe_tp;
     const int d = (rank - base) / span;
     moe_group_ = ExpectedRanks::Range(base + d * span, span);
-    attn_group_ = ExpectedRanks::Of(layout_.Peers(layout_.GroupOf(GroupRole::kAttnTp, rank)));
-    tp_group_ = ExpectedRanks::Of(layout_.Peers(layout_.GroupOf(GroupRole::kTp, rank)));
+    attn_group_ = ExpectedRanks::OfGroup(layout_, layout_.GroupOf(GroupRole::kAttnTp, rank));
+    tp_group_ = ExpectedRanks::OfGroup(layout_, layout_.GroupOf(GroupRole::kTp, rank));
     // Attention-DP group index: (dp, cp, tp) order, tp fastest.
     attn_dp_index_ = (rank - base) / (w_.attn_tp * w_.attn_cp);
     // Under attention DP, the attention output's rows of this rank's group
@@ -271,7 +278,7 @@ class WorkloadProgram {
                                           : FusionPattern::kAllReduce;
   }
   ExpectedRanks GroupRanks(GroupRole role) const {
-    return ExpectedRanks::Of(layout_.Peers(layout_.GroupOf(role, rank_)));
+    return ExpectedRanks::OfGroup(layout_, layout_.GroupOf(role, rank_));
   }
   const ExpectedRanks& FfnGroup(FfnKind ffn) const {
     if (ffn == FfnKind::kMoe) return moe_group_;
