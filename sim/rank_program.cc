@@ -218,8 +218,8 @@ class SimHost {
   // here they are calls the scheduler interleaves, so a rank that leaves the
   // set-up early leaves its peers waiting in it.
   bool SetUpWorkspaces() {
-    for (const std::unique_ptr<SimWorkspace>& ws : run_.workspaces) {
-      if (ws->MemberOf(rank_) < 0) continue;
+    for (const int32_t index : run_.workspaces_of[static_cast<size_t>(rank_)]) {
+      const std::unique_ptr<SimWorkspace>& ws = run_.workspaces[static_cast<size_t>(index)];
       SimComm* comm = CommOf(ws->group());
       if (comm == nullptr) continue;
       const bool local_ok = rt_.wiring.local.workspace_allocated;

@@ -164,6 +164,7 @@ class SimRun {
   // The simulated resources the ranks' backends share, one per group instance
   // (built as the first member wires it).
   std::vector<std::unique_ptr<SimWorkspace>> workspaces;
+  std::vector<std::vector<int32_t>> workspaces_of;  // per rank: its workspaces' indices
   std::vector<std::unique_ptr<SimComm>> comms;
   std::vector<std::unique_ptr<SimCustomAllReduce>> customs;
   SimMailbox mailbox;

@@ -229,6 +229,17 @@ absl::Status SimRun::Setup() {
       return st;
     }
   }
+  // Each rank's fusion workspaces, in creation order (what its program sets
+  // up first): one pass over the workspaces, not one per rank.
+  workspaces_of.assign(static_cast<size_t>(world), {});
+  for (size_t w = 0; w < workspaces.size(); ++w) {
+    for (int peer : workspaces[w]->peers()) {
+      std::vector<int32_t>& mine = workspaces_of[static_cast<size_t>(peer)];
+      if (mine.empty() || mine.back() != static_cast<int32_t>(w)) {
+        mine.push_back(static_cast<int32_t>(w));
+      }
+    }
+  }
   if (s.memory == MemoryModel::kRelaxed) {
     relaxed = std::make_unique<RelaxedVisibility>(ctx.seed);
     ctx.relaxed = relaxed.get();

@@ -345,7 +345,8 @@ SimResult AnalyzeEndState(const SimRun& run) {
             ? std::string("writes an injected fault destroyed")
             : absl::StrFormat("dead rank%s %s", dead.size() > 1 ? "s" : "", RankRanges(dead)),
         first_timeout_kind, first_timeout_rank, static_cast<double>(first_timeout) / 1e6);
-    result.details = {{"blocked", waits},
+    // Moved, not copied: one entry per blocked rank.
+    result.details = {{"blocked", std::move(waits)},
                       {"dead_ranks", dead},
                       {"fires",
                        {{"what", first_timeout_kind},
@@ -374,9 +375,10 @@ SimResult AnalyzeEndState(const SimRun& run) {
       unbounded_line,
       decision_line.empty() ? "" : absl::StrFormat("; first divergent decision: %s", decision_line),
       swallowed_line.empty() ? "" : absl::StrFormat("; %s", swallowed_line));
+  // Moved, not copied: one entry per blocked rank.
   result.details = {
-      {"blocked", waits},
-      {"first_divergent_decision", divergence},
+      {"blocked", std::move(waits)},
+      {"first_divergent_decision", std::move(divergence)},
       {"dead_ranks", dead},
       // null: no blocked rank's wait has a bound.
       {"would_fire", first_timeout < 0 ? nlohmann::json(nullptr)
