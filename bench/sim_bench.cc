@@ -130,6 +130,15 @@ BENCHMARK(BM_SimRankCalls)
     ->Unit(benchmark::kMillisecond)
     ->Iterations(1);
 
+#ifdef LOCKSTEP_MPI_BASELINE
+// The baseline program: the build's, or $LOCKSTEP_MPI_BASELINE (a build
+// carried to another machine).
+std::string BaselineProgram() {
+  const char* env = std::getenv("LOCKSTEP_MPI_BASELINE");
+  return env != nullptr && *env != '\0' ? env : LOCKSTEP_MPI_BASELINE;
+}
+#endif
+
 // Rank-calls per second of `np` OpenMPI processes doing MPI_Allreduce of 64
 // floats in groups of 8 (as the simulated tp8 groups), every process's calls
 // counted; 0 when mpirun or the baseline program is not available. With a
@@ -140,7 +149,7 @@ double OpenMpiRankCallsPerSecond(int np, long calls) {
   const std::string command =
       "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 mpirun " +
       std::string(core_each ? "--bind-to core --map-by core " : "--oversubscribe ") + "-np " +
-      std::to_string(np) + " " + LOCKSTEP_MPI_BASELINE + " " + std::to_string(calls) + " 8" +
+      std::to_string(np) + " " + BaselineProgram() + " " + std::to_string(calls) + " 8" +
       " 2>/dev/null";
   std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen(command.c_str(), "r"), pclose);
   if (!pipe) return 0;
