@@ -14,12 +14,20 @@ namespace {
 namespace proto = ::lockstep::protocol;
 
 uint8_t ScanFlags(const std::vector<uint32_t>& bits, proto::Elem e) {
-  uint8_t flags = 0;
+  // The element type's masks once, then a branch-free pass the compiler can
+  // vectorise: a −0, and a negative subnormal (sign set, exponent zero,
+  // mantissa not zero: proto::IsSubnormalBits).
+  const uint32_t neg_zero = proto::NegZeroBits(e), sign = proto::SignBit(e);
+  const uint32_t exponent = proto::ExponentMask(e);
+  uint32_t any_neg_zero = 0, any_neg_subnormal = 0;
   for (uint32_t b : bits) {
-    if (b == proto::NegZeroBits(e)) flags |= kHasNegZero;
-    if ((b & proto::SignBit(e)) != 0 && proto::IsSubnormalBits(b, e)) flags |= kHasNegSubnormal;
+    const uint32_t magnitude = b & ~sign;
+    any_neg_zero |= static_cast<uint32_t>(b == neg_zero);
+    any_neg_subnormal |=
+        static_cast<uint32_t>((b & sign) != 0 && magnitude != 0 && (magnitude & exponent) == 0);
   }
-  return flags;
+  return static_cast<uint8_t>((any_neg_zero != 0 ? kHasNegZero : 0) |
+                              (any_neg_subnormal != 0 ? kHasNegSubnormal : 0));
 }
 
 // Smallest negative subnormal of `e` with a few mantissa bits set.
@@ -403,21 +411,39 @@ bool ReductionChecker::Check(SimContext& ctx, const ReductionCheck& c, const Sim
     const double eps = ctx.elem == protocol::Elem::kFp32   ? 1.2e-7
                        : ctx.elem == protocol::Elem::kBf16 ? 7.9e-3
                                                            : 9.8e-4;
-    std::vector<double> ref(static_cast<size_t>(c.elems), 0.0), mag(ref.size(), 0.0);
-    for (int r : c.expected) {
-      const auto injected = ctx.injected_inputs.find({r, c.instance});
-      const InputInjection in_injected =
-          injected == ctx.injected_inputs.end() ? InputInjection{} : injected->second;
-      // The contribution's elements [origin, origin + elems): a slice of a
-      // larger input when the checked tensor is (a reduce-scatter's rows).
-      std::vector<uint32_t> in = NumericInput(ctx, r, c.instance, c.origin + c.elems, in_injected);
-      for (size_t i = 0; i < ref.size(); ++i) {
-        const double x =
-            static_cast<double>(protocol::ToFloat(in[static_cast<size_t>(c.origin) + i], ctx.elem));
-        ref[i] += x;
-        mag[i] += std::fabs(x);
+    // The reference is the same for every member that checks this slice:
+    // the first computes it (regenerating every contribution), the others
+    // reuse it, so a call costs its group one pass over the inputs, not one
+    // per member.
+    auto cached = std::find_if(
+        agreement.references.begin(), agreement.references.end(),
+        [&](const NumericReference& r) { return r.origin == c.origin && r.elems == c.elems; });
+    if (cached == agreement.references.end()) {
+      NumericReference computed;
+      computed.origin = c.origin;
+      computed.elems = c.elems;
+      computed.sum.assign(static_cast<size_t>(c.elems), 0.0);
+      computed.magnitude.assign(computed.sum.size(), 0.0);
+      for (int r : c.expected) {
+        const auto injected = ctx.injected_inputs.find({r, c.instance});
+        const InputInjection in_injected =
+            injected == ctx.injected_inputs.end() ? InputInjection{} : injected->second;
+        // The contribution's elements [origin, origin + elems): a slice of a
+        // larger input when the checked tensor is (a reduce-scatter's rows).
+        std::vector<uint32_t> in =
+            NumericInput(ctx, r, c.instance, c.origin + c.elems, in_injected);
+        for (size_t i = 0; i < computed.sum.size(); ++i) {
+          const double x = static_cast<double>(
+              protocol::ToFloat(in[static_cast<size_t>(c.origin) + i], ctx.elem));
+          computed.sum[i] += x;
+          computed.magnitude[i] += std::fabs(x);
+        }
       }
+      agreement.references.push_back(std::move(computed));
+      cached = agreement.references.end() - 1;
     }
+    const std::vector<double>& ref = cached->sum;
+    const std::vector<double>& mag = cached->magnitude;
     for (const Run& run : tensor.runs.runs()) {
       if (run.value.numeric == nullptr) continue;
       const std::vector<uint32_t>& bits = *run.value.numeric;

@@ -109,9 +109,18 @@ class ReductionChecker {
     uint64_t digest = 0;
     int rank = -1;
   };
+  // Numeric mode: the double-precision sum of every contribution's elements
+  // [origin, origin + elems) and the sum of their magnitudes, computed by the
+  // first member that checks that slice, reused by the others.
+  struct NumericReference {
+    int64_t origin = 0;
+    int64_t elems = 0;
+    std::vector<double> sum, magnitude;
+  };
   struct Agreement {
     uint64_t expected_sum;  // sum of the expected contribution keys
     absl::InlinedVector<FirstOutput, 2> firsts;
+    std::vector<NumericReference> references;
     size_t checked = 0;
   };
   // (instance, group_key) -> the first member's output digest; erased once
