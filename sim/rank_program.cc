@@ -139,7 +139,8 @@ class SimHost {
     if (nccl == nullptr) return std::nullopt;
     SimComm* comm = nccl->comm();
     ctx_.scheduler.Yield();
-    std::vector<int64_t> values = comm->AllGather(comm->MemberOf(rank_), mine);
+    const std::shared_ptr<const std::vector<int64_t>> values =
+        comm->AllGather(comm->MemberOf(rank_), mine);
     if (ctx_.stopped()) return std::nullopt;
     if (const std::optional<int64_t> at = comm->TakeExpiry(comm->MemberOf(rank_))) {
       // The hardware runner exchanges these over MPI, under the watchdog's
@@ -149,7 +150,7 @@ class SimHost {
           *at));
       return std::nullopt;
     }
-    return values;
+    return values != nullptr ? *values : std::vector<int64_t>{};
   }
   void SetFusedTactic(FusedTactic tactic) { rt_.wiring.tactic = tactic; }
   int64_t ClockUs() const { return ctx_.Clock(rank_) / 1000 + rt_.wiring.local.clock_skew_us; }
@@ -406,7 +407,8 @@ class SimHost {
   bool Exchange(SimComm& comm, int64_t mine, const std::string& what,
                 std::vector<int64_t>* values = nullptr) {
     ctx_.scheduler.Yield();
-    std::vector<int64_t> all = comm.AllGather(comm.MemberOf(rank_), mine);
+    const std::shared_ptr<const std::vector<int64_t>> all =
+        comm.AllGather(comm.MemberOf(rank_), mine);
     if (ctx_.stopped()) return false;
     if (const std::optional<int64_t> at = comm.TakeExpiry(comm.MemberOf(rank_))) {
       ctx_.Report(BoundedWaitFinding(
@@ -414,7 +416,7 @@ class SimHost {
           protocol::PeerMissedDeadline(absl::StrFormat("%s over %s", what, comm.name())), *at));
       return false;
     }
-    if (values != nullptr) *values = std::move(all);
+    if (values != nullptr && all != nullptr) *values = *all;
     return true;
   }
 

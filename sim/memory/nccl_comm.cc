@@ -183,7 +183,8 @@ void SimComm::Complete() {
   } else {
     gathered_.clear();
     for (const Post& p : posts_) gathered_.push_back(p.value);
-    for (auto& g : gathered_for_) g = gathered_;
+    const auto shared = std::make_shared<const std::vector<int64_t>>(gathered_);
+    for (auto& g : gathered_for_) g = shared;
   }
   for (size_t m = 0; m < posts_.size(); ++m) {
     if (static_cast<int>(m) == expired) {
@@ -228,7 +229,7 @@ void SimComm::AllGatherRows(int member, DType dtype, const SimTensor& in,
   Arrive(member, p);
 }
 
-std::vector<int64_t> SimComm::AllGather(int member, int64_t value) {
+std::shared_ptr<const std::vector<int64_t>> SimComm::AllGather(int member, int64_t value) {
   Post p;
   p.contract = {CollectiveOp::kAllGather, 1, DType::kFp32, -1, 0};
   p.value = value;

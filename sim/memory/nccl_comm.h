@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -49,7 +50,7 @@ class SimComm : public Waitable {
   // gets the same bits).
   void AllReduce(int member, DType dtype, const SimTensor& in, SimTensor& out);
   // Blocking all-gather of one integer per member.
-  std::vector<int64_t> AllGather(int member, int64_t value);
+  std::shared_ptr<const std::vector<int64_t>> AllGather(int member, int64_t value);
   // Blocking reduce-scatter(v): member m gets elements
   // [sum(counts[:m]), + counts[m]) of the members' `in`, summed in ring
   // order; `in` holds sum(counts) elements on every member.
@@ -95,9 +96,11 @@ class SimComm : public Waitable {
   uint64_t pending_seq_ = 0;
   int posted_ = 0;
   std::vector<int64_t> gathered_;
-  std::vector<std::vector<int64_t>> gathered_for_;  // per member, copied at completion
-  std::vector<int64_t> expired_at_;                 // per member, -1: none (TakeExpiry)
-  MemberIndex index_;                               // ranks_ by rank
+  // Per member, what its last all-gather returned: one vector shared by every
+  // member of that call (a copy each made one call of n members cost n²).
+  std::vector<std::shared_ptr<const std::vector<int64_t>>> gathered_for_;
+  std::vector<int64_t> expired_at_;  // per member, -1: none (TakeExpiry)
+  MemberIndex index_;                // ranks_ by rank
 };
 
 // Point-to-point messages between pipeline stages (NCCL send/recv): eager
