@@ -20,6 +20,16 @@ std::string_view ElemName(protocol::Elem e) {
   return DTypeName(DType::kUnset);
 }
 
+// Runs `launch` on `device`'s `stream`, waits, and returns the kernel's
+// status as an error (the fused and the custom backends alike).
+absl::Status LaunchAndWait(int device, const LamportLaunch& launch, cudaStream_t stream) {
+  if (cudaError_t e = cudaSetDevice(device); e != cudaSuccess) {
+    return absl::InternalError(absl::StrFormat("cudaSetDevice(%d): %s", device, CudaErrorText(e)));
+  }
+  if (absl::Status s = LaunchLamport(launch, stream); !s.ok()) return s;
+  return CheckLamportStatus(launch, stream);
+}
+
 }  // namespace
 
 absl::StatusOr<protocol::Elem> ElemOf(DType dtype) {
@@ -98,12 +108,7 @@ absl::Status GpuFusedBackend::AllReduce(Tensor& tensor, const DecisionRecord& re
   }
   absl::StatusOr<LamportLaunch> launch = MakeLaunch(tensor, record);
   if (!launch.ok()) return launch.status();
-  if (cudaError_t e = cudaSetDevice(workspace_->device()); e != cudaSuccess) {
-    return absl::InternalError(
-        absl::StrFormat("cudaSetDevice(%d): %s", workspace_->device(), CudaErrorText(e)));
-  }
-  if (absl::Status s = LaunchLamport(*launch, stream_); !s.ok()) return s;
-  return CheckLamportStatus(*launch, stream_);
+  return LaunchAndWait(workspace_->device(), *launch, stream_);
 }
 
 GpuCustomBackend::GpuCustomBackend(LamportWorkspace* region, cudaStream_t stream)
@@ -162,12 +167,7 @@ absl::Status GpuCustomBackend::AllReduce(Tensor& tensor, const DecisionRecord& r
   }
   absl::StatusOr<LamportLaunch> launch = MakeLaunch(tensor.desc, tensor.data, tensor.data, record);
   if (!launch.ok()) return launch.status();
-  if (cudaError_t e = cudaSetDevice(region_->device()); e != cudaSuccess) {
-    return absl::InternalError(
-        absl::StrFormat("cudaSetDevice(%d): %s", region_->device(), CudaErrorText(e)));
-  }
-  if (absl::Status s = LaunchLamport(*launch, stream_); !s.ok()) return s;
-  return CheckLamportStatus(*launch, stream_);
+  return LaunchAndWait(region_->device(), *launch, stream_);
 }
 
 absl::Status GpuNcclBackend::AllReduce(Tensor& tensor, const DecisionRecord& record) {

@@ -23,6 +23,7 @@
 #include "kernels/cuda/gpu_backends.h"
 #include "kernels/cuda/workspace.h"
 #include "kernels/protocol/element.h"
+#include "tests/gpu/element_bits.h"
 #include "tests/gpu/gpu_test_environment.h"
 
 namespace lockstep::cuda {
@@ -135,23 +136,10 @@ class CustomGroup {
     return s;
   }
 
-  void Upload(void* dst, const std::vector<uint32_t>& bits) const {
-    std::vector<uint8_t> raw(bits.size() * static_cast<size_t>(esize_));
-    for (size_t i = 0; i < bits.size(); ++i) {
-      std::memcpy(raw.data() + i * static_cast<size_t>(esize_), &bits[i],
-                  static_cast<size_t>(esize_));
-    }
-    cudaMemcpy(dst, raw.data(), raw.size(), cudaMemcpyHostToDevice);
-  }
+  void Upload(void* dst, const std::vector<uint32_t>& bits) const { UploadBits(dst, bits, esize_); }
+
   std::vector<uint32_t> Download(const void* src, int64_t elems) const {
-    std::vector<uint8_t> raw(static_cast<size_t>(elems * esize_));
-    cudaMemcpy(raw.data(), src, raw.size(), cudaMemcpyDeviceToHost);
-    std::vector<uint32_t> bits(static_cast<size_t>(elems), 0);
-    for (size_t i = 0; i < bits.size(); ++i) {
-      std::memcpy(&bits[i], raw.data() + i * static_cast<size_t>(esize_),
-                  static_cast<size_t>(esize_));
-    }
-    return bits;
+    return DownloadBits(src, elems, esize_);
   }
 
  private:
@@ -164,14 +152,6 @@ class CustomGroup {
   std::vector<std::vector<void*>> inputs_, outputs_;
   LamportStatus* status_ = nullptr;
 };
-
-std::vector<uint32_t> RandomBits(int64_t elems, Elem e, uint32_t seed) {
-  std::mt19937 gen(seed);
-  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  std::vector<uint32_t> bits(static_cast<size_t>(elems));
-  for (auto& b : bits) b = protocol::FromFloat(dist(gen), e);
-  return bits;
-}
 
 // The host reference: every element summed in rank order in fp32, rounded
 // once to the element type (SGLang 0.5.23 vec.cuh reduce_vec, kFP32Acc).

@@ -21,6 +21,7 @@
 #include "kernels/cuda/allreduce_kernels.h"
 #include "kernels/cuda/workspace.h"
 #include "kernels/protocol/element.h"
+#include "tests/gpu/element_bits.h"
 #include "tests/gpu/gpu_test_environment.h"
 
 namespace lockstep::cuda {
@@ -122,23 +123,10 @@ class VirtualGroup {
   LamportWorkspace& workspace(int r) { return *workspaces_[static_cast<size_t>(r)]; }
 
  private:
-  void Upload(void* dst, const std::vector<uint32_t>& bits) {
-    std::vector<uint8_t> raw(bits.size() * static_cast<size_t>(esize_));
-    for (size_t i = 0; i < bits.size(); ++i) {
-      std::memcpy(raw.data() + i * static_cast<size_t>(esize_), &bits[i],
-                  static_cast<size_t>(esize_));
-    }
-    cudaMemcpy(dst, raw.data(), raw.size(), cudaMemcpyHostToDevice);
-  }
+  void Upload(void* dst, const std::vector<uint32_t>& bits) { UploadBits(dst, bits, esize_); }
+
   std::vector<uint32_t> Download(void* src, int64_t elems) {
-    std::vector<uint8_t> raw(static_cast<size_t>(elems * esize_));
-    cudaMemcpy(raw.data(), src, raw.size(), cudaMemcpyDeviceToHost);
-    std::vector<uint32_t> bits(static_cast<size_t>(elems), 0);
-    for (size_t i = 0; i < bits.size(); ++i) {
-      std::memcpy(&bits[i], raw.data() + i * static_cast<size_t>(esize_),
-                  static_cast<size_t>(esize_));
-    }
-    return bits;
+    return DownloadBits(src, elems, esize_);
   }
 
   int world_;
@@ -150,14 +138,6 @@ class VirtualGroup {
   void* gamma_ = nullptr;
   LamportStatus* status_ = nullptr;
 };
-
-std::vector<uint32_t> RandomBits(int64_t elems, Elem e, uint32_t seed) {
-  std::mt19937 gen(seed);
-  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  std::vector<uint32_t> bits(static_cast<size_t>(elems));
-  for (auto& b : bits) b = protocol::FromFloat(dist(gen), e);
-  return bits;
-}
 
 // Checks every rank's output: bitwise equal across ranks, and within
 // world * eps * sum|x| of the fp64 sum.
