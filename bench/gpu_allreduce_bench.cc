@@ -25,7 +25,10 @@
 #include <vector>
 
 #include "absl/strings/str_format.h"
+#include "dispatch/backend.h"
+#include "dispatch/custom_launch.h"
 #include "dispatch/fused_launch.h"
+#include "dispatch/serving_args.h"
 #include "kernels/cuda/allreduce_kernels.h"
 #include "kernels/cuda/cuda_status.h"
 #include "kernels/cuda/gpu_backends.h"
@@ -92,6 +95,9 @@ absl::Status Build(Rig& rig) {
   WorkspaceSpec custom;
   custom.world = rig.n;
   custom.custom_bytes = kCustomMaxBytes;
+  // v2's push plane, as the hardware runner sizes it (GpuWiringRuntime::MakeCustom).
+  custom.custom_push_bytes = std::min(
+      kCustomMaxBytes, CustomV2PushSlotBytes(CustomV2ConfigFor(90, rig.n, kCustomMaxBytes)));
   custom.graph_rows = 1;
   auto regions = LamportWorkspace::CreateLocal(custom, rig.devices);
   if (!regions.ok()) return regions.status();
@@ -347,17 +353,24 @@ void BM_Nccl(benchmark::State& state) {
 }
 
 // The custom all-reduce of `bytes` on every GPU: the launch GpuCustomBackend
-// makes for the dispatch core's decision (CustomGridBlocks, the reference
-// kernel flags), staged through the region or on the registered inputs.
+// makes for the dispatch core's decision (SGLang 0.5.23's v2 algorithm and
+// grid for the size on H200, the reference kernel flags), eager or — a
+// captured call — on the registered inputs where the algorithm reads them.
 absl::StatusOr<LamportLaunch> CustomLaunch(Rig& rig, int d, int64_t bytes, bool registered) {
+  CustomAgreedState agreed = ChooseCustomGeneration(
+      CustomAllReduceLimits(ServingArgs{}, Platform{}), rig.n, true, true, true);
+  agreed.max_bytes = kCustomMaxBytes;
+  CallDesc call;
+  call.tensor = TensorDesc::Matrix(1, bytes / 2, DType::kBf16);
+  call.context.graph_capture = registered;
   DecisionRecord record;
   record.backend = BackendKind::kCustom;
   record.kernel_flags = kReferenceCustomKernelFlags;
-  record.blocks = CustomGridBlocks(bytes);
+  ConfigureCustomV2Launch(agreed, call, record);
   const auto i = static_cast<size_t>(d);
-  return rig.custom_backends[i]->MakeLaunch(TensorDesc::Matrix(1, bytes / 2, DType::kBf16),
-                                            rig.in[i], rig.out[i], record,
-                                            registered ? rig.custom[i]->graph_row(0) : nullptr);
+  return rig.custom_backends[i]->MakeLaunch(
+      call.tensor, rig.in[i], rig.out[i], record,
+      record.graph_inputs ? rig.custom[i]->graph_row(0) : nullptr);
 }
 
 void CustomBench(benchmark::State& state, bool registered) {

@@ -1,5 +1,6 @@
 #include "dispatch/backend.h"
 
+#include "dispatch/custom_launch.h"
 #include "dispatch/kernel_shape.h"
 
 namespace lockstep {
@@ -118,8 +119,26 @@ bool CustomPredicatesHold(const CustomAgreedState& s, const CallDesc& call, Deci
   const bool linked = s.generation >= 2 ? s.full_nvlink : (w == 2 || s.full_nvlink);
   if (!r.Check(Predicate::kNvlinkOrWorldTwo, linked)) return false;
   if (!r.Check(Predicate::kSameNode, s.same_node)) return false;
+  if (s.generation >= 2) {
+    // _pick_config returns a config (custom_all_reduce_v2.py:385-398, 401-414).
+    const CustomV2Config config = CustomV2ConfigFor(s.sm, w, s.max_bytes);
+    const bool graph = call.context.graph_capture && s.graph_inputs;
+    r.custom_max_bytes = (graph ? config.graph : config.eager).MaxBytes();
+    return r.Check(Predicate::kBytesBelowMax,
+                   SelectCustomV2Algorithm(config, t.bytes(), graph) != Algorithm::kNone);
+  }
   return r.Check(Predicate::kBytesBelowMax,
                  s.max_inclusive ? t.bytes() <= s.max_bytes : t.bytes() < s.max_bytes);
+}
+
+void ConfigureCustomV2Launch(const CustomAgreedState& s, const CallDesc& call, DecisionRecord& r) {
+  const CustomV2Config config = CustomV2ConfigFor(s.sm, s.group_world_size, s.max_bytes);
+  const bool graph = call.context.graph_capture && s.graph_inputs;
+  r.algorithm = SelectCustomV2Algorithm(config, call.tensor.bytes(), graph);
+  r.blocks = IsCustomPush(r.algorithm) ? config.push_blocks : config.pull_blocks;
+  // Only the pull algorithms read registered inputs; a captured push call
+  // allocates no graph row (custom_all_reduce_v2.py:476-485).
+  r.graph_inputs = graph && IsCustomPull(r.algorithm);
 }
 
 }  // namespace lockstep

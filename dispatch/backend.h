@@ -116,6 +116,12 @@ struct CustomAgreedState {
   // 1 the vLLM-style CustomAllreduce (custom_all_reduce.py:260-283).
   int generation = 2;
   bool max_inclusive = true;  // bytes <= max_bytes (SGLang); false: bytes < max_bytes
+  // v2: the platform's compute capability (major * 10), which picks its tuned
+  // table (dispatch/custom_launch.h), and whether captured calls may read
+  // registered graph inputs — one node only; across the nodes of one NVLink
+  // clique v2 stages every call (custom_all_reduce_v2.py:199-204).
+  int sm = 90;
+  bool graph_inputs = true;
   // Bit w set: a group of w ranks is served (v1: 2, 4, 6, 8; v2 on SM90: 2-8,
   // on SM100: 2-8 and 16, from its tuned tables).
   uint32_t world_sizes = (1u << 2) | (1u << 4) | (1u << 6) | (1u << 8);
@@ -123,9 +129,15 @@ struct CustomAgreedState {
 
 // The custom all-reduce's predicates (SGLang's should_custom_ar): available;
 // bytes % 16 == 0; contiguous; a served world size; NVLink (v1: or world 2);
-// one node (v2: or one NVLink clique); bytes within the size bound.
+// one node (v2: or one NVLink clique); bytes within the size bound (v2: the
+// largest size an algorithm of the call's context serves, graph or eager).
 bool CustomPredicatesHold(const CustomAgreedState& state, const CallDesc& call,
                           DecisionRecord& record);
+
+// The launch of a v2 call the predicates admitted: its algorithm, grid and
+// whether it reads registered graph inputs (dispatch/custom_launch.h).
+void ConfigureCustomV2Launch(const CustomAgreedState& state, const CallDesc& call,
+                             DecisionRecord& record);
 
 class CustomAllReduceBackend : public CommBackend {
  public:

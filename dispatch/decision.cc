@@ -30,6 +30,14 @@ std::string_view AlgorithmName(Algorithm algorithm) {
       return "one_shot";
     case Algorithm::kTwoShot:
       return "two_shot";
+    case Algorithm::kOneShotPush:
+      return "1shot_push";
+    case Algorithm::kTwoShotPush:
+      return "2shot_push";
+    case Algorithm::kOneShotPull:
+      return "1shot_pull";
+    case Algorithm::kTwoShotPull:
+      return "2shot_pull";
     case Algorithm::kNone:
       break;
   }
@@ -242,6 +250,10 @@ constexpr DecisionField kScalarFields[] = {
     {"norm_fused", true, [](const DecisionRecord& r) { return uint64_t{r.norm_fused}; },
      [](const DecisionRecord& r, const ParallelLayout*) {
        return absl::StrCat("norm_fused=", Bool(r.norm_fused));
+     }},
+    {"graph_inputs", true, [](const DecisionRecord& r) { return uint64_t{r.graph_inputs}; },
+     [](const DecisionRecord& r, const ParallelLayout*) {
+       return absl::StrCat("graph_inputs=", Bool(r.graph_inputs));
      }},
     {"ndim", true,
      [](const DecisionRecord& r) { return static_cast<uint64_t>(r.call.tensor.ndim); },

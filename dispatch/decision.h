@@ -25,10 +25,22 @@ enum class BackendKind : uint8_t { kSkip = 0, kFused, kCustom, kNccl };
 inline constexpr int kNumBackendKinds = 4;
 std::string_view BackendKindName(BackendKind kind);  // "skip", "fused", "custom", "nccl"
 
-// The algorithm of the fused kernel. Every rank of a group must run the same
-// one: the slot layout of the Lamport buffers depends on it.
-enum class Algorithm : uint8_t { kNone = 0, kOneShot, kTwoShot };
-std::string_view AlgorithmName(Algorithm algorithm);  // "none", "one_shot", "two_shot"
+// The algorithm of the fused kernel or of the custom all-reduce. Every rank of
+// a group must run the same one: the slot layout of the Lamport buffers, and
+// the custom all-reduce's workspaces and synchronisation, depend on it.
+// The custom all-reduce's are SGLang 0.5.23's CustomAllReduceV2 algorithms
+// (dispatch/custom_launch.h); its v1 runs kNone (the staged one-stage).
+enum class Algorithm : uint8_t {
+  kNone = 0,
+  kOneShot,
+  kTwoShot,
+  kOneShotPush,  // custom: "1shot_push"
+  kTwoShotPush,  // custom: "2shot_push"
+  kOneShotPull,  // custom: "1shot_pull"
+  kTwoShotPull,  // custom: "2shot_pull"
+};
+// "none", "one_shot", "two_shot", "1shot_push", "2shot_push", "1shot_pull", "2shot_pull"
+std::string_view AlgorithmName(Algorithm algorithm);
 
 // How the fused kernel runs its Lamport protocol, and the custom all-reduce
 // its barrier (DecisionRecord::kernel_flags): each bit is one safeguard of the
@@ -102,6 +114,9 @@ struct DecisionRecord {
   // normalises after the all-reduce).
   bool norm_fused = false;
   int64_t norm_max_tokens = 0;  // the fused norm's batch limit, when evaluated
+  // Custom all-reduce: the call reads CUDA-graph-registered inputs (a pull
+  // algorithm captured into a graph) rather than its workspace.
+  bool graph_inputs = false;
   CallDesc call;
 
   uint32_t evaluated = 0;  // bit p: predicate p was evaluated

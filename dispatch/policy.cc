@@ -94,10 +94,14 @@ void DispatchPolicy::ConfigureFusedLaunch(const GroupBackends& b, const CallDesc
   r.kernel_flags = kReferenceKernelFlags;
 }
 
-void DispatchPolicy::ConfigureCustomLaunch(const GroupBackends&, const CallDesc& call,
+void DispatchPolicy::ConfigureCustomLaunch(const GroupBackends& b, const CallDesc& call,
                                            DecisionRecord& r) const {
-  r.blocks = CustomGridBlocks(call.tensor.bytes());
   r.kernel_flags = kReferenceCustomKernelFlags;
+  if (b.custom != nullptr && b.custom->agreed().generation >= 2) {
+    ConfigureCustomV2Launch(b.custom->agreed(), call, r);
+    return;
+  }
+  r.blocks = CustomGridBlocks(call.tensor.bytes());
 }
 
 absl::Status DispatchPolicy::Execute(const GroupBackends&, CommBackend& chosen, Tensor& tensor,

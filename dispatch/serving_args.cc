@@ -167,6 +167,7 @@ CustomAgreedState CustomAllReduceLimits(const ServingArgs& args, const Platform&
     // @ 0.5.23): SM90 serves 2-8 ranks, SM10x 2-8 and 16; its bound is
     // inclusive and clipped to the configured size.
     s.generation = 2;
+    s.sm = platform.sm;
     s.world_sizes = 0;
     for (int w = 2; w <= 8; ++w) s.world_sizes |= 1u << w;
     if (IsSm10x(platform)) s.world_sizes |= 1u << 16;
@@ -189,7 +190,8 @@ CustomAgreedState ChooseCustomGeneration(const CustomAgreedState& limits, int wo
   if (s.generation < 2) return s;
   const bool served = world >= 0 && world < 32 && (s.world_sizes >> world & 1u) != 0;
   if (served && (same_node ? full_nvlink : one_clique)) {
-    s.same_node = true;  // one node, or one NVLink clique (v2 treats it as one)
+    s.graph_inputs = same_node;  // no graph-input registration across nodes
+    s.same_node = true;          // one node, or one NVLink clique (v2 treats it as one)
     return s;
   }
   // v1's limits (custom_all_reduce.py:41-42, 260-283).

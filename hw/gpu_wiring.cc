@@ -1,8 +1,10 @@
 #include "hw/gpu_wiring.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "absl/strings/str_format.h"
+#include "dispatch/custom_launch.h"
 #include "hw/mpi_exchange.h"
 #include "kernels/cuda/nccl_status.h"
 
@@ -79,6 +81,12 @@ absl::StatusOr<std::unique_ptr<CustomAllReduceBackend>> GpuWiringRuntime::MakeCu
     // The staging buffer holds the largest message the predicates admit
     // (max_bytes inclusive), in whole 16-byte vectors.
     spec.custom_bytes = (agreed.max_bytes + 15) / 16 * 16;
+    if (agreed.generation >= 2) {
+      // v2's push plane, sized to its largest 1shot_push message.
+      spec.custom_push_bytes = std::min(
+          spec.custom_bytes,
+          CustomV2PushSlotBytes(CustomV2ConfigFor(agreed.sm, spec.world, agreed.max_bytes)));
+    }
     MPI_Comm comm = SplitFor(group);
     MpiExchange exchange(comm);
     absl::StatusOr<std::unique_ptr<cuda::LamportWorkspace>> created =

@@ -1,9 +1,11 @@
 #include "hw/hw_plan.h"
 
+#include <algorithm>
 #include <map>
 #include <sstream>
 
 #include "absl/strings/str_format.h"
+#include "dispatch/custom_launch.h"
 #include "dispatch/serving_args.h"
 #include "dispatch/workspace.h"
 #include "kernels/cuda/lamport_launch.h"
@@ -69,8 +71,9 @@ absl::StatusOr<std::string> DescribeHwPlan(const Scenario& scenario, const std::
 
   // The custom all-reduce's regions: one per group of every object that
   // offers it, sized to the agreed bound (GpuWiringRuntime::MakeCustom).
-  out << "\ncustom all-reduce regions (staging buffer + barrier flags, cuMem FABRIC or POSIX-fd "
-         "handles):\n";
+  out << "\ncustom all-reduce regions (staging buffer + barrier flags + push slots, cuMem FABRIC "
+         "or "
+         "POSIX-fd handles):\n";
   const CustomAgreedState& custom = config->wiring.custom;
   bool any_custom = false;
   if (custom.available) {
@@ -88,12 +91,17 @@ absl::StatusOr<std::string> DescribeHwPlan(const Scenario& scenario, const std::
         const CustomAgreedState agreed =
             ChooseCustomGeneration(custom, size, one_node, one_node, one_node);
         const int64_t staging = (agreed.max_bytes + 15) / 16 * 16;
+        const int64_t push = agreed.generation >= 2
+                                 ? std::min(staging, CustomV2PushSlotBytes(CustomV2ConfigFor(
+                                                         agreed.sm, size, agreed.max_bytes)))
+                                 : 0;
         out << absl::StrFormat(
-            "  %s %s: generation %d, messages <%s %d bytes, %.1f MiB staging + %d KiB flags per "
-            "rank\n",
+            "  %s %s: generation %d, messages <%s %d bytes, %.1f MiB staging + %d KiB flags + "
+            "%.2f MiB push slots per rank\n",
             object.name, layout->PeersToString(id), agreed.generation,
             agreed.max_inclusive ? "=" : "", agreed.max_bytes,
-            static_cast<double>(staging) / (1 << 20), cuda::kCustomFlagBytes / 1024);
+            static_cast<double>(staging) / (1 << 20), cuda::kCustomFlagBytes / 1024,
+            static_cast<double>(2 * size * push) / (1 << 20));
       }
     }
   }

@@ -534,8 +534,10 @@ class SimHost {
         ws != nullptr && !run_.policy.LamportStateOnDevice()) {
       call.frozen = counters_.Capture(*ws, call.record);
     }
-    if (SimCustomAllReduce* ar = CustomInstance(call.chosen, call.record); ar != nullptr) {
-      // Captured on its registered input (registered=True while capturing).
+    if (SimCustomAllReduce* ar = CustomInstance(call.chosen, call.record);
+        ar != nullptr && (call.record.algorithm == Algorithm::kNone || call.record.graph_inputs)) {
+      // Captured on its registered input (v1: registered=True while
+      // capturing; v2: a pull algorithm, which takes a graph row).
       call.custom = ar->CaptureGraphInput(
           ar->MemberOf(rank_),
           ctx_.faults != nullptr ? ctx_.faults->UnrecordedGraphInputs(rank_) : int64_t{0});

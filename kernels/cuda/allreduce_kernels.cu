@@ -138,7 +138,24 @@ __global__ void __launch_bounds__(kMaxThreads)
   a.elem = E;
   if (p.custom) {
     DeviceCustomMem<E, kChunkVectors> mem(view);
-    protocol::CustomAllReduce(mem, a);
+    switch (p.custom_algorithm) {
+      case kCustomOneShotPush:
+        protocol::OneShotPushAllReduce(mem, a);
+        break;
+      case kCustomOneShotPull:
+      case kCustomTwoShotPull:
+        if (p.custom_pull_part == kPullStage) {
+          protocol::StagePullInput(mem, a);
+        } else if (p.custom_pull_part == kPullReduce) {
+          protocol::PullAllReduce(mem, a, p.custom_algorithm == kCustomTwoShotPull, Vec<E>::kElems);
+        } else {
+          protocol::CopyPullOutput(mem, a);
+        }
+        break;
+      default:
+        protocol::CustomAllReduce(mem, a);
+        break;
+    }
     return;
   }
   if (!p.rms_norm) {
@@ -244,34 +261,9 @@ int MaxCoResidentBlocksPerRank(const LamportLaunch& launch) {
   return std::max(1, sms * per_sm / std::max(1, launch.virtual_ranks));
 }
 
-absl::Status LaunchLamport(LamportLaunch launch, cudaStream_t stream) {
-  // The shape rules are the dispatch core's (dispatch/kernel_shape.h): the
-  // fused backend's predicates refused any call they refuse, on every rank.
-  // The custom all-reduce's are the custom backend's (CustomShapeRefusal).
-  if (launch.custom) {
-    CustomShape shape;
-    shape.world = launch.world;
-    shape.bytes = launch.elems * protocol::ElemBytes(launch.elem);
-    if (const std::string why = CustomShapeRefusal(shape); !why.empty()) {
-      return absl::InvalidArgumentError(why);
-    }
-    if (launch.rms_norm || launch.two_shot) {
-      return absl::InvalidArgumentError(
-          "the custom all-reduce has no two-shot or RMSNorm variant in lockstep's kernels");
-    }
-    launch.blocks_per_rank = std::min(launch.blocks_per_rank, kCustomFlagBlocks);
-  } else {
-    LamportShape shape;
-    shape.world = launch.world;
-    shape.elems = launch.elems;
-    shape.hidden = launch.hidden;
-    shape.elem_bytes = protocol::ElemBytes(launch.elem);
-    shape.rms_norm = launch.rms_norm;
-    shape.two_shot = launch.two_shot;
-    if (const std::string why = LamportShapeRefusal(shape); !why.empty()) {
-      return absl::InvalidArgumentError(why);
-    }
-  }
+// Launches the kernel for a launch the checks passed: the grid per virtual
+// rank (co-resident when several share the GPU), one cooperative launch.
+absl::Status LaunchLamportKernel(LamportLaunch launch, cudaStream_t stream) {
   if (launch.virtual_ranks < 1 || launch.virtual_ranks > kMaxVirtualRanks) {
     return absl::InvalidArgumentError(
         absl::StrFormat("%d virtual ranks: at most %d", launch.virtual_ranks, kMaxVirtualRanks));
@@ -303,6 +295,64 @@ absl::Status LaunchLamport(LamportLaunch launch, cudaStream_t stream) {
   return absl::OkStatus();
 }
 
+// A pull call as SGLang launches it (custom_all_reduce.cuh:505-539): the
+// staging copy (eager calls), the all-reduce kernel, and 2shot_pull's copy
+// out, in stream order, each the same kernel running its part.
+absl::Status LaunchCustomPull(const LamportLaunch& launch, cudaStream_t stream) {
+  const bool staged = launch.ranks[0].graph_row == nullptr;
+  const bool copy_out = launch.custom_algorithm == kCustomTwoShotPull;
+  for (const CustomPullPart part : {kPullStage, kPullReduce, kPullCopyOut}) {
+    if ((part == kPullStage && !staged) || (part == kPullCopyOut && !copy_out)) continue;
+    LamportLaunch l = launch;
+    l.custom_pull_part = part;
+    if (absl::Status s = LaunchLamportKernel(l, stream); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status LaunchLamport(LamportLaunch launch, cudaStream_t stream) {
+  // The shape rules are the dispatch core's (dispatch/kernel_shape.h): the
+  // fused backend's predicates refused any call they refuse, on every rank.
+  // The custom all-reduce's are the custom backend's (CustomShapeRefusal).
+  if (launch.custom) {
+    CustomShape shape;
+    shape.world = launch.world;
+    shape.bytes = launch.elems * protocol::ElemBytes(launch.elem);
+    if (const std::string why = CustomShapeRefusal(shape); !why.empty()) {
+      return absl::InvalidArgumentError(why);
+    }
+    if (launch.rms_norm || launch.two_shot) {
+      return absl::InvalidArgumentError(
+          "the custom all-reduce has no fused two-shot or RMSNorm variant");
+    }
+    if (launch.custom_algorithm == kCustomOneShotPush &&
+        launch.elems * protocol::ElemBytes(launch.elem) > launch.custom_push_slot_bytes) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "1shot_push of %d bytes: the region's push slots hold %d",
+          launch.elems * protocol::ElemBytes(launch.elem), launch.custom_push_slot_bytes));
+    }
+    launch.blocks_per_rank =
+        std::min(launch.blocks_per_rank,
+                 launch.custom_algorithm == kCustomStaged ? kCustomFlagBlocks : kCustomV2MaxBlocks);
+    if (launch.custom_algorithm == kCustomOneShotPull ||
+        launch.custom_algorithm == kCustomTwoShotPull) {
+      return LaunchCustomPull(launch, stream);
+    }
+  } else {
+    LamportShape shape;
+    shape.world = launch.world;
+    shape.elems = launch.elems;
+    shape.hidden = launch.hidden;
+    shape.elem_bytes = protocol::ElemBytes(launch.elem);
+    shape.rms_norm = launch.rms_norm;
+    shape.two_shot = launch.two_shot;
+    if (const std::string why = LamportShapeRefusal(shape); !why.empty()) {
+      return absl::InvalidArgumentError(why);
+    }
+  }
+  return LaunchLamportKernel(launch, stream);
+}
+
 absl::Status CheckLamportStatus(const LamportLaunch& launch, cudaStream_t stream,
                                 const std::vector<int>& peer_names) {
   LamportStatus status[kMaxVirtualRanks];
@@ -322,6 +372,14 @@ absl::Status CheckLamportStatus(const LamportLaunch& launch, cudaStream_t stream
       return index >= 0 && static_cast<size_t>(index) < peer_names.size() ? peer_names[index]
                                                                           : index;
     };
+    if (launch.custom && launch.custom_algorithm != kCustomStaged) {
+      const char* algorithm = launch.custom_algorithm == kCustomOneShotPush   ? "1shot_push"
+                              : launch.custom_algorithm == kCustomOneShotPull ? "1shot_pull"
+                                                                              : "2shot_pull";
+      return protocol::CustomV2Failure(error, algorithm, name(launch.ranks[v].rank),
+                                       s.waited_peer >= 0 ? name(s.waited_peer) : -1, s.buffer,
+                                       s.offset, launch.world, s.elapsed_ns);
+    }
     if (launch.custom) {
       // The custom kernel records the barrier's phase and the call's epoch.
       return protocol::CustomBarrierFailure(error, name(launch.ranks[v].rank), name(s.waited_peer),

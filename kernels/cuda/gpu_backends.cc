@@ -141,6 +141,25 @@ absl::StatusOr<LamportLaunch> GpuCustomBackend::MakeLaunch(const TensorDesc& des
   LamportLaunch l;
   l.custom = true;
   l.custom_flags_offset = region_->custom_flags_offset();
+  l.custom_push_slot_bytes = spec.custom_push_bytes;
+  switch (record.algorithm) {
+    case Algorithm::kOneShotPush:
+      l.custom_algorithm = kCustomOneShotPush;
+      break;
+    case Algorithm::kOneShotPull:
+      l.custom_algorithm = kCustomOneShotPull;
+      break;
+    case Algorithm::kTwoShotPull:
+      l.custom_algorithm = kCustomTwoShotPull;
+      break;
+    case Algorithm::kNone:
+      l.custom_algorithm = kCustomStaged;
+      break;
+    default:
+      return absl::UnimplementedError(absl::StrFormat(
+          "the custom all-reduce's %s has no GPU kernel in lockstep (docs/FIDELITY.md)",
+          AlgorithmName(record.algorithm)));
+  }
   l.world = region_->world();
   l.elems = desc.numel();
   l.hidden = desc.hidden();

@@ -69,6 +69,14 @@ struct LamportLaunch {
   // LamportState::calls counts its calls (the barrier epochs).
   bool custom = false;
   int64_t custom_flags_offset = 0;
+  // SGLang 0.5.23's v2 algorithms (kernels/protocol/custom_v2.h), on the
+  // same regions: kCustomStaged runs v1's staged protocol above. The push
+  // slots, arrival words and counters sit at the CustomRegion offsets.
+  uint8_t custom_algorithm = 0;  // CustomKernelAlgorithm
+  int64_t custom_push_slot_bytes = 0;
+  // 2shot_pull: which part of the call this launch runs (the staging copy
+  // and the copy out are launches of their own, as in SGLang).
+  uint8_t custom_pull_part = 0;  // CustomPullPart
   float norm_eps = 1e-6f;
   bool continue_on_failure = false;  // set for the norm epilogue (block barriers)
   // Budget of every bounded wait; 0 waits without bound (and without the
@@ -88,6 +96,50 @@ inline constexpr int64_t kCustomFlagBytes = 2 * int64_t{kCustomFlagBlocks} * kMa
 // region's flags (in 64-bit words).
 constexpr int64_t CustomFlagIndex(uint32_t phase, int32_t block, int32_t writer) {
   return (static_cast<int64_t>(phase) * kCustomFlagBlocks + block) * kMaxPeers + writer;
+}
+
+// The custom kernel's algorithms (LamportLaunch::custom_algorithm).
+enum CustomKernelAlgorithm : uint8_t {
+  kCustomStaged = 0,  // v1: block_barrier.h
+  kCustomOneShotPush = 1,
+  kCustomOneShotPull = 2,
+  kCustomTwoShotPull = 3,
+};
+// The parts of a pull call, launched in stream order.
+enum CustomPullPart : uint8_t { kPullStage = 0, kPullReduce = 1, kPullCopyOut = 2 };
+
+// Thread blocks a v2 launch may have: one push counter, one pull counter and
+// one arrival word per block in every region.
+inline constexpr int kCustomV2MaxBlocks = 1024;
+
+// Where the parts of a custom region of `world` ranks sit, in bytes from its
+// start: the staging buffer (v1) / pull workspace (v2) at 0, v1's flags, the
+// push plane (2 halves x world slots, as SGLang's PushPlane), the arrival
+// words peers add to, and the counters only the owner touches (push, then
+// pull).
+struct CustomRegion {
+  int64_t flags = 0;
+  int64_t push = 0;
+  int64_t arrivals = 0;
+  int64_t counters = 0;
+  int64_t bytes = 0;
+};
+constexpr int64_t RoundUp128(int64_t n) { return (n + 127) / 128 * 128; }
+constexpr CustomRegion CustomRegionLayout(int64_t staging_bytes, int64_t push_slot_bytes,
+                                          int32_t world) {
+  CustomRegion r;
+  r.flags = RoundUp128(staging_bytes);
+  r.push = r.flags + RoundUp128(kCustomFlagBytes);
+  r.arrivals = r.push + RoundUp128(2 * int64_t{world} * push_slot_bytes);
+  r.counters = r.arrivals + int64_t{kCustomV2MaxBlocks} * 4;
+  r.bytes = r.counters + 2 * int64_t{kCustomV2MaxBlocks} * 4;
+  return r;
+}
+// Where writer `src`'s slot of `half` sits in a region's push plane
+// (PushEpoch::slot_ptr: `src * slot_bytes + (epoch & 1) * slot_bytes * world`).
+constexpr int64_t CustomPushSlotOffset(uint32_t half, int32_t src, int64_t slot_bytes,
+                                       int32_t world) {
+  return (static_cast<int64_t>(half & 1u) * world + src) * slot_bytes;
 }
 
 // The launch is passed by value: keep it within the classic 4 KiB of kernel

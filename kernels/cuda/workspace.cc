@@ -98,13 +98,18 @@ int64_t BufferElems(const WorkspaceSpec& spec) {
 // Where a custom region's flags start: after the staging buffer, on a
 // 128-byte line of their own.
 int64_t FlagsOffset(const WorkspaceSpec& spec) {
-  return spec.custom_bytes > 0 ? (spec.custom_bytes + 127) / 128 * 128 : 0;
+  return spec.custom_bytes > 0
+             ? CustomRegionLayout(spec.custom_bytes, spec.custom_push_bytes, spec.world).flags
+             : 0;
 }
 
 // Bytes of one rank's region: three Lamport buffers, or a custom staging
 // buffer and its flags.
 size_t RegionBytes(const WorkspaceSpec& spec) {
-  if (spec.custom_bytes > 0) return static_cast<size_t>(FlagsOffset(spec) + kCustomFlagBytes);
+  if (spec.custom_bytes > 0) {
+    return static_cast<size_t>(
+        CustomRegionLayout(spec.custom_bytes, spec.custom_push_bytes, spec.world).bytes);
+  }
   return static_cast<size_t>(3 * BufferElems(spec) * protocol::ElemBytes(spec.elem));
 }
 
@@ -122,6 +127,12 @@ absl::Status CheckSpec(const WorkspaceSpec& spec) {
     if (const std::string why = CustomShapeRefusal(shape); !why.empty()) {
       return absl::InvalidArgumentError("custom all-reduce region: " + why);
     }
+  }
+  if (spec.custom_push_bytes < 0 || spec.custom_push_bytes % 16 != 0 ||
+      spec.custom_push_bytes > spec.custom_bytes) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "custom push slots of %d bytes: must be a multiple of 16 between 0 and the region's %d",
+        spec.custom_push_bytes, spec.custom_bytes));
   }
   if (spec.graph_rows < 0) {
     return absl::InvalidArgumentError(

@@ -37,6 +37,9 @@ struct WorkspaceSpec {
   // staging buffer of this many bytes (the backend's size bound) and the
   // barrier flags, zeroed; max_tokens and hidden are then unused.
   int64_t custom_bytes = 0;
+  // Custom all-reduce: bytes of one v2 push slot (its 1shot_push bound); 0
+  // when no call of the region is pushed.
+  int64_t custom_push_bytes = 0;
   // Custom all-reduce: rows of the CUDA-graph registration table (one per
   // captured input; SGLang's _MAX_GRAPH_INPUTS is 131072).
   int64_t graph_rows = 0;

@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
 
 #include "absl/status/status.h"
@@ -70,6 +71,34 @@ inline absl::Status CustomBarrierFailure(ProtocolError error, int rank, int wait
       "custom all-reduce: rank %d stopped by the host's abort word at the %s barrier of call %d "
       "while waiting for rank %d's flag",
       rank, barrier, epoch, waited));
+}
+
+// A v2 custom all-reduce call (kernels/protocol/custom_v2.h) that gave up:
+// a 1shot_push poll of `waited`'s slot (`half`, at element `at`), or a pull
+// barrier phase (`waited` -1: the count names no writer; `at`: the arrivals
+// it saw of the world it needed).
+inline absl::Status CustomV2Failure(ProtocolError error, std::string_view algorithm, int rank,
+                                    int waited, uint32_t phase_or_half, int64_t at, int world,
+                                    uint64_t elapsed_ns) {
+  if (error == ProtocolError::kNone) return absl::OkStatus();
+  const double seconds = static_cast<double>(elapsed_ns) / 1e9;
+  std::string what;
+  if (waited >= 0) {
+    what = absl::StrFormat(
+        "polling its slot of rank %d (half %d) at element %d; rank %d's data "
+        "never landed",
+        waited, phase_or_half, at, waited);
+  } else {
+    what = absl::StrFormat("at phase %d of the counting barrier, which had %d of %d arrivals",
+                           phase_or_half, at, world);
+  }
+  if (error == ProtocolError::kWaitExpired) {
+    return absl::DeadlineExceededError(absl::StrFormat(
+        "custom all-reduce (%s): rank %d waited %.3f s %s", algorithm, rank, seconds, what));
+  }
+  return absl::AbortedError(
+      absl::StrFormat("custom all-reduce (%s): rank %d stopped by the host's abort word %s",
+                      algorithm, rank, what));
 }
 
 // An NCCL call (`what`: "all-reduce", "reduce-scatter", "all-gather") on the

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_format.h"
 #include "kernels/protocol/block_barrier.h"
+#include "kernels/protocol/custom_v2.h"
 #include "sim/memory/relaxed_visibility.h"
 
 namespace lockstep {
@@ -39,7 +40,26 @@ protocol::ProtocolStatus SimCustomAllReduce::RunAllReduce(int member, const Deci
   args.elem = ctx_.elem;
   args.release_flags = (d.kernel_flags & kReleaseFlags) != 0;
   out.elems = in.elems;
-  const protocol::ProtocolStatus status = protocol::CustomAllReduce(mem, args);
+  protocol::ProtocolStatus status;
+  switch (d.algorithm) {
+    case Algorithm::kOneShotPush:
+      status = protocol::OneShotPushAllReduce(mem, args);
+      break;
+    case Algorithm::kOneShotPull:
+    case Algorithm::kTwoShotPull:
+      status = protocol::PullCall(mem, args, d.algorithm == Algorithm::kTwoShotPull,
+                                  16 / protocol::ElemBytes(ctx_.elem));
+      break;
+    case Algorithm::kTwoShotPush:
+      // Selected on SM10x at 4 and 8 ranks (dispatch/custom_launch.cc); not
+      // modelled yet: runs as 1shot_push, which synchronises alike (Lamport
+      // slots, no barrier) but moves every byte to every peer.
+      status = protocol::OneShotPushAllReduce(mem, args);
+      break;
+    default:
+      status = protocol::CustomAllReduce(mem, args);
+      break;
+  }
   // The kernel's end is a full fence: what it stored is visible everywhere.
   if (ctx_.relaxed != nullptr) ctx_.relaxed->Flush(peers_[static_cast<size_t>(member)]);
   return status;
@@ -61,10 +81,49 @@ void SimCustomAllReduce::LandFlags(int32_t target, uint32_t phase, int32_t write
                                    uint64_t epoch) {
   Member& m = members_[static_cast<size_t>(target)];
   StoreFlags(Flags(target, phase, writer), 0, blocks, epoch);
-  if (m.waiting && m.wait_phase == phase && m.wait_peer == writer) {
+  if (m.waiting && m.wait_kind == WaitKind::kFlags && m.wait_phase == phase &&
+      m.wait_peer == writer) {
     m.waiting = false;
     ctx_.scheduler.Wake(peers_[static_cast<size_t>(target)]);
   }
+}
+
+void SimCustomAllReduce::WakeIfWaiting(int32_t target, WaitKind kind, int32_t writer) {
+  Member& m = members_[static_cast<size_t>(target)];
+  if (!m.waiting || m.wait_kind != kind) return;
+  if (kind == WaitKind::kSlot && m.wait_peer != writer) return;
+  m.waiting = false;
+  ctx_.scheduler.Wake(peers_[static_cast<size_t>(target)]);
+}
+
+LamportBuffer& SimCustomAllReduce::Slot(int32_t target, uint32_t half, int32_t writer) {
+  auto& by_writer = members_[static_cast<size_t>(target)].slots[half & 1u];
+  if (by_writer.empty()) by_writer.resize(peers_.size());
+  return by_writer[static_cast<size_t>(writer)];
+}
+
+void SimCustomAllReduce::LandArrival(int32_t target, int32_t writer, int32_t blocks) {
+  Member& m = members_[static_cast<size_t>(target)];
+  if (m.arrivals.size() < static_cast<size_t>(blocks))
+    m.arrivals.resize(static_cast<size_t>(blocks));
+  for (int32_t b = 0; b < blocks; ++b) ++m.arrivals[static_cast<size_t>(b)];
+  if (m.arrivals_from.empty()) m.arrivals_from.resize(peers_.size());
+  ++m.arrivals_from[static_cast<size_t>(writer)];
+  WakeIfWaiting(target, WaitKind::kArrivals, writer);
+}
+
+bool SimCustomAllReduce::ArrivalsHold(const Member& m, int32_t blocks, uint32_t phase) const {
+  const auto world = static_cast<uint32_t>(peers_.size());
+  for (int32_t b = 0; b < blocks; ++b) {
+    const auto i = static_cast<size_t>(b);
+    const uint32_t word = i < m.arrivals.size() ? m.arrivals[i] : 0;
+    // The block's own window: its counter before this call's reservation.
+    const uint32_t window =
+        (i < m.counters.size() ? m.counters[i] : 0) - protocol::kPullPhases * world;
+    // Unsigned, as Barrier::arrive compares (communicator.cuh:171-190).
+    if (word - (window + phase * world) < world) return false;
+  }
+  return true;
 }
 
 void SimCustomAllReduce::StoreFlags(std::vector<FlagRun>& runs, int32_t begin, int32_t end,
@@ -98,6 +157,22 @@ bool SimCustomAllReduce::FlagsHold(const std::vector<FlagRun>& runs, int32_t blo
 
 std::string SimCustomAllReduce::DescribeWait(int rank, int64_t detail) const {
   const Member& m = members_[static_cast<size_t>(detail)];
+  if (m.wait_kind == WaitKind::kSlot) {
+    return absl::StrFormat(
+        "rank %d polls its 1shot_push slot of rank %d (half %d) in custom all-reduce %s (call "
+        "%d): rank %d's data never landed there",
+        rank, peers_[static_cast<size_t>(m.wait_peer)], m.wait_phase, name_, m.wait_epoch,
+        peers_[static_cast<size_t>(m.wait_peer)]);
+  }
+  if (m.wait_kind == WaitKind::kArrivals) {
+    std::string behind;
+    for (int p : WaitsOn(rank, detail)) absl::StrAppend(&behind, behind.empty() ? "" : ", ", p);
+    return absl::StrFormat(
+        "rank %d waits at phase %d of the counting barrier of custom all-reduce %s (call %d, %d "
+        "blocks) for %d arrivals; ranks that arrived fewer times than it: %s",
+        rank, m.wait_phase, name_, m.wait_epoch, m.blocks, peers_.size(),
+        behind.empty() ? "none (the counts are out of step)" : behind);
+  }
   return absl::StrFormat(
       "rank %d waits at the %s barrier of custom all-reduce %s (call %d, %d blocks) for the "
       "flags of rank %d's blocks",
@@ -105,8 +180,26 @@ std::string SimCustomAllReduce::DescribeWait(int rank, int64_t detail) const {
       m.blocks, peers_[static_cast<size_t>(m.wait_peer)]);
 }
 
-bool SimCustomAllReduce::WaitsOnLostWrite(int, int64_t detail) const {
+bool SimCustomAllReduce::WaitsOnLostWrite(int rank, int64_t detail) const {
   const Member& m = members_[static_cast<size_t>(detail)];
+  if (m.wait_kind == WaitKind::kSlot) {
+    for (const LostFlag& f : lost_pushes_) {
+      if (f.target == static_cast<int32_t>(detail) && f.writer == m.wait_peer &&
+          f.phase == m.wait_phase) {
+        return true;
+      }
+    }
+    return false;
+  }
+  if (m.wait_kind == WaitKind::kArrivals) {
+    for (int p : WaitsOn(rank, detail)) {
+      const int32_t writer = MemberOf(p);
+      for (const LostFlag& f : lost_) {
+        if (f.target == static_cast<int32_t>(detail) && f.writer == writer) return true;
+      }
+    }
+    return false;
+  }
   for (const LostFlag& f : lost_) {
     if (f.target == static_cast<int32_t>(detail) && f.writer == m.wait_peer &&
         f.phase == m.wait_phase && f.epoch == m.wait_epoch) {
@@ -118,6 +211,18 @@ bool SimCustomAllReduce::WaitsOnLostWrite(int, int64_t detail) const {
 
 std::vector<int> SimCustomAllReduce::WaitsOn(int, int64_t detail) const {
   const Member& m = members_[static_cast<size_t>(detail)];
+  if (m.wait_kind == WaitKind::kArrivals) {
+    // The count names no writer; the writers that arrived here fewer times
+    // than the member itself are the ones it waits for.
+    std::vector<int> behind;
+    const uint64_t mine =
+        m.arrivals_from.empty() ? 0 : m.arrivals_from[static_cast<size_t>(detail)];
+    for (size_t p = 0; p < peers_.size(); ++p) {
+      const uint64_t theirs = p < m.arrivals_from.size() ? m.arrivals_from[p] : 0;
+      if (theirs < mine) behind.push_back(peers_[p]);
+    }
+    return behind;
+  }
   if (m.wait_peer < 0) return {};
   return {peers_[static_cast<size_t>(m.wait_peer)]};
 }
@@ -203,6 +308,25 @@ bool CustomMem::LoadStaged(int32_t peer, int64_t pos, int64_t len, Value* out) {
   } else {
     from.staged.Read(pos, pos + len, *out, &ready);
   }
+  if (ctx_.relaxed != nullptr && peer == member_) {
+    // v2 2shot_pull's copy out: the peers' shard stores into this rank's
+    // workspace must have landed.
+    for (size_t q = 0; q < ar_.peers_.size(); ++q) {
+      const int writer = ar_.peers_[q];
+      if (writer == rank_) continue;
+      if (const RelaxedVisibility::InFlight* late =
+              ctx_.relaxed->Pending(writer, rank_, StoreTarget{&ar_, peer, pos, pos + len})) {
+        ctx_.relaxed->NoteLateRead(absl::StrFormat(
+            "rank %d copied elements [%d,%d) of its workspace out (custom all-reduce %s, call %d) "
+            "before rank %d's store of its reduced shard [%d,%d), made at scheduling step %d, "
+            "reached it (it lands by step %d; the read was at step %d)",
+            rank_, pos, pos + len, ar_.name_, ar_.members_[static_cast<size_t>(member_)].epoch,
+            writer, late->target.begin, late->target.end, late->made, late->due,
+            ctx_.scheduler.steps()));
+        break;
+      }
+    }
+  }
   ctx_.AdvanceTo(rank_, ready + ctx_.hardware.TransferNs(source, rank_, bytes));
   return true;
 }
@@ -238,6 +362,7 @@ bool CustomMem::WaitFlags(int32_t peer, uint32_t phase, uint64_t epoch) {
   const int source = ar_.peers_[static_cast<size_t>(peer)];
   while (!SimCustomAllReduce::FlagsHold(ar_.Flags(member_, phase, peer), blocks_, epoch)) {
     m.waiting = true;
+    m.wait_kind = SimCustomAllReduce::WaitKind::kFlags;
     m.wait_phase = phase;
     m.wait_peer = peer;
     m.wait_epoch = epoch;
@@ -252,5 +377,170 @@ bool CustomMem::WaitFlags(int32_t peer, uint32_t phase, uint64_t epoch) {
 }
 
 uint64_t CustomMem::NextEpoch() { return ++ar_.members_[static_cast<size_t>(member_)].epoch; }
+
+// ---- v2 push plane ----
+
+uint32_t CustomMem::PushHalf() {
+  SimCustomAllReduce::Member& m = ar_.members_[static_cast<size_t>(member_)];
+  ++m.epoch;  // the call's number, for reports
+  return m.push_counter & 1u;
+}
+
+void CustomMem::PushSlot(int32_t peer, uint32_t half, int64_t pos, const Value& v) {
+  const int target = ar_.peers_[static_cast<size_t>(peer)];
+  const uint64_t epoch = ar_.members_[static_cast<size_t>(member_)].epoch;
+  int64_t ready = ctx_.Clock(rank_);
+  if (target != rank_) {
+    ready += ctx_.hardware.TransferNs(rank_, target, v.len * protocol::ElemBytes(ctx_.elem));
+    if (ctx_.faults != nullptr && ctx_.faults->DropsPush(rank_, target, epoch)) {
+      ar_.lost_pushes_.push_back({member_, peer, half, epoch});
+      return;
+    }
+  }
+  SimCustomAllReduce* ar = &ar_;
+  const int32_t writer = member_;
+  const int writer_rank = rank_;
+  auto land = [ar, peer, half, writer, writer_rank, pos, v, ready] {
+    LamportBuffer& slot = ar->Slot(peer, half, writer);
+    int64_t at = pos;
+    for (const Piece& p : v.pieces) {
+      slot.Write(Run{at, at + p.len, p.value, p.src, ready, writer_rank});
+      at += p.len;
+    }
+    ar->WakeIfWaiting(peer, SimCustomAllReduce::WaitKind::kSlot, writer);
+  };
+  if (target != rank_ && ctx_.relaxed != nullptr) {
+    // Every 16-byte vector is its own flag (the +0 marker): the push may
+    // land late and out of order with this rank's others, whole.
+    ctx_.relaxed->Store(ctx_.scheduler.steps(), rank_, target,
+                        StoreTarget{ar, -3 - static_cast<int64_t>(half), pos, pos + v.len},
+                        std::move(land));
+    return;
+  }
+  land();
+}
+
+bool CustomMem::PollSlot(int32_t writer, uint32_t half, int64_t pos, int64_t len, Value* out) {
+  SimCustomAllReduce::Member& m = ar_.members_[static_cast<size_t>(member_)];
+  while (true) {
+    out->pieces.clear();
+    int64_t ready = 0;
+    if (ar_.Slot(member_, half, writer).Read(pos, pos + len, *out, &ready)) {
+      m.wait_peer = -1;
+      ctx_.AdvanceTo(rank_, ready);
+      return true;
+    }
+    m.waiting = true;
+    m.wait_kind = SimCustomAllReduce::WaitKind::kSlot;
+    m.wait_phase = half;
+    m.wait_peer = writer;
+    m.wait_epoch = m.epoch;
+    if (!ctx_.scheduler.Block(BlockReason{&ar_, member_, ctx_.Clock(rank_)})) {
+      m.waiting = false;
+      return false;
+    }
+  }
+}
+
+void CustomMem::ResetSlot(int32_t writer, uint32_t half, int64_t pos, int64_t len) {
+  ar_.Slot(member_, half, writer).Clear(pos, pos + len);
+}
+
+void CustomMem::FlipHalf(uint32_t half) {
+  ar_.members_[static_cast<size_t>(member_)].push_counter = half ^ 1u;
+}
+
+// ---- v2 pull plane ----
+
+uint32_t CustomMem::ReserveWindow(uint32_t arrivals) {
+  SimCustomAllReduce::Member& m = ar_.members_[static_cast<size_t>(member_)];
+  ++m.epoch;
+  if (m.counters.size() < static_cast<size_t>(blocks_))
+    m.counters.resize(static_cast<size_t>(blocks_));
+  const uint32_t window = m.counters.empty() ? 0 : m.counters[0];
+  for (int32_t b = 0; b < blocks_; ++b) m.counters[static_cast<size_t>(b)] += arrivals;
+  m.window = window;
+  return window;
+}
+
+void CustomMem::StoreStaged(int32_t peer, int64_t pos, const Value& v) {
+  const int target = ar_.peers_[static_cast<size_t>(peer)];
+  const int64_t ready =
+      ctx_.Clock(rank_) +
+      ctx_.hardware.TransferNs(rank_, target, v.len * protocol::ElemBytes(ctx_.elem));
+  int32_t input = -1;  // the peer's workspace
+  if (graph_ != nullptr) {
+    // Captured: the peer's registered input, where this rank's row points.
+    const SimCustomAllReduce::Member& me = ar_.members_[static_cast<size_t>(member_)];
+    const auto row = static_cast<size_t>(graph_->row);
+    input = row < me.graph_rows.size() && static_cast<size_t>(peer) < me.graph_rows[row].size()
+                ? me.graph_rows[row][static_cast<size_t>(peer)]
+                : -1;
+    if (input < 0) return;  // a pointer to nothing of the peer's
+  }
+  SimCustomAllReduce* ar = &ar_;
+  const int writer = rank_;
+  auto land = [ar, peer, input, pos, v, ready, writer] {
+    SimCustomAllReduce::Member& to = ar->members_[static_cast<size_t>(peer)];
+    if (input < 0) {
+      WriteChunk(to.staged, pos, v, ready, writer);
+      return;
+    }
+    if (to.graph_inputs.size() <= static_cast<size_t>(input)) {
+      to.graph_inputs.resize(static_cast<size_t>(input) + 1);
+    }
+    WriteChunk(to.graph_inputs[static_cast<size_t>(input)], pos, v, ready, writer);
+  };
+  if (target != rank_ && ctx_.relaxed != nullptr) {
+    // Lands late; only the second phase's release orders it before the
+    // arrival its owner waits for.
+    ctx_.relaxed->Store(ctx_.scheduler.steps(), writer, target,
+                        StoreTarget{ar, peer, pos, pos + v.len}, std::move(land));
+    return;
+  }
+  land();
+}
+
+void CustomMem::Arrive(int32_t peer, uint32_t phase) {
+  const int target = ar_.peers_[static_cast<size_t>(peer)];
+  const uint64_t epoch = ar_.members_[static_cast<size_t>(member_)].epoch;
+  if (ctx_.faults != nullptr && target != rank_ && ctx_.faults->DropsFlag(rank_, target, epoch)) {
+    ar_.lost_.push_back({member_, peer, phase, epoch});
+    return;
+  }
+  if (ctx_.relaxed != nullptr && target != rank_) {
+    SimCustomAllReduce* ar = &ar_;
+    const int32_t member = member_;
+    const int32_t blocks = blocks_;
+    ctx_.relaxed->Store(ctx_.scheduler.steps(), rank_, target,
+                        StoreTarget{ar, -1 - static_cast<int64_t>(phase), member_, member_ + 1},
+                        [ar, peer, member, blocks] { ar->LandArrival(peer, member, blocks); });
+    return;
+  }
+  ar_.LandArrival(peer, member_, blocks_);
+}
+
+void CustomMem::EndKernel() {
+  if (ctx_.relaxed != nullptr) ctx_.relaxed->Flush(rank_);
+}
+
+bool CustomMem::WaitArrivals(uint32_t phase, uint32_t /*window*/) {
+  // Each block waits on its own semaphore against its own window
+  // (ArrivalsHold); `window` is block 0's, as the protocol computed it.
+  SimCustomAllReduce::Member& m = ar_.members_[static_cast<size_t>(member_)];
+  while (!ar_.ArrivalsHold(m, blocks_, phase)) {
+    m.waiting = true;
+    m.wait_kind = SimCustomAllReduce::WaitKind::kArrivals;
+    m.wait_phase = phase;
+    m.wait_peer = -1;
+    m.wait_epoch = m.epoch;
+    if (!ctx_.scheduler.Block(BlockReason{&ar_, member_, ctx_.Clock(rank_)})) {
+      m.waiting = false;
+      return false;
+    }
+  }
+  ctx_.AdvanceTo(rank_, ctx_.Clock(rank_) + ctx_.hardware.TransferNs(rank_, rank_, 0));
+  return true;
+}
 
 }  // namespace lockstep

@@ -13,6 +13,7 @@
 #include "kernels/protocol/lamport.h"
 #include "kernels/protocol/memory_model.h"
 #include "sim/memory/data.h"
+#include "sim/memory/lamport_buffer.h"
 #include "sim/memory/member_index.h"
 #include "sim/runtime/context.h"
 
@@ -64,7 +65,8 @@ class SimCustomAllReduce : public Waitable {
 
  private:
   friend class CustomMem;
-  // A flag write a fault destroyed.
+  // A flag write a fault destroyed (v2 pull: an arrival, phase its phase;
+  // v2 push: a slot store, phase its half).
   struct LostFlag {
     int32_t writer;
     int32_t target;
@@ -76,6 +78,12 @@ class SimCustomAllReduce : public Waitable {
     int32_t begin;
     int32_t end;
     uint64_t epoch;
+  };
+  // What a waiting member waits for.
+  enum class WaitKind : uint8_t {
+    kFlags,     // v1: a writer's barrier flags (wait_peer)
+    kArrivals,  // v2 pull: its semaphores' arrival count (wait_phase)
+    kSlot,      // v2 push: its push slot of writer wait_peer
   };
   struct Member {
     RunList staged;
@@ -93,7 +101,20 @@ class SimCustomAllReduce : public Waitable {
     int32_t graph_captured = 0;
     std::vector<int32_t> graph_recorded;
     std::vector<std::vector<int32_t>> graph_rows;
+    // v2 push plane: slots[half][writer], and the parity of the rank's
+    // per-block counters (every block of a rank runs every call and flips
+    // its counter, so all of them hold the same value: one models them).
+    std::vector<LamportBuffer> slots[2];
+    uint32_t push_counter = 0;
+    // v2 pull plane: per block, the arrival word peers add to and the counter
+    // the member reserves windows on (sized to the widest grid seen); and,
+    // for reports only, how many arrivals each writer made here.
+    std::vector<uint32_t> arrivals;
+    std::vector<uint32_t> counters;
+    std::vector<uint64_t> arrivals_from;
+    uint32_t window = 0;  // the call in progress's window (block 0)
     bool waiting = false;
+    WaitKind wait_kind = WaitKind::kFlags;
     uint32_t wait_phase = 0;
     int32_t wait_peer = -1;
     uint64_t wait_epoch = 0;
@@ -105,13 +126,25 @@ class SimCustomAllReduce : public Waitable {
   // holding `epoch`, waking it if it waits for them.
   void LandFlags(int32_t target, uint32_t phase, int32_t writer, int32_t blocks, uint64_t epoch);
   static bool FlagsHold(const std::vector<FlagRun>& runs, int32_t blocks, uint64_t epoch);
+  // v2: member `target`'s push slot of `writer` in `half`, allocating the
+  // member's slot table first.
+  LamportBuffer& Slot(int32_t target, uint32_t half, int32_t writer);
+  // v2 pull: member `writer`'s arrival of its first `blocks` blocks lands at
+  // member `target`.
+  void LandArrival(int32_t target, int32_t writer, int32_t blocks);
+  // Wakes `target` if it waits for what just landed.
+  void WakeIfWaiting(int32_t target, WaitKind kind, int32_t writer);
+  // The pull barrier's wait condition at `member`: every block's arrival
+  // word has moved `world` past its target (window + phase * world).
+  bool ArrivalsHold(const Member& m, int32_t blocks, uint32_t phase) const;
 
   SimContext& ctx_;
   std::string name_;
   std::vector<int> peers_;
   std::vector<Member> members_;
   std::vector<LostFlag> lost_;
-  MemberIndex index_;  // peers_ by rank
+  std::vector<LostFlag> lost_pushes_;  // v2 push stores a fault destroyed (phase: the half)
+  MemberIndex index_;                  // peers_ by rank
 };
 
 class CustomMem : public protocol::WholeRangeChunks {
@@ -146,6 +179,20 @@ class CustomMem : public protocol::WholeRangeChunks {
   uint64_t NextEpoch();
   // One simulated rank waits for its peers one after the other: nothing to join.
   bool EndBarrier(bool ok) const { return ok; }
+  // v2 push plane (kernels/protocol/custom_v2.h).
+  uint32_t PushHalf();
+  void ClearMarkers(Value&) const {}  // the model's data never reads as the +0 marker
+  void PushSlot(int32_t peer, uint32_t half, int64_t pos, const Value& v);
+  bool PollSlot(int32_t writer, uint32_t half, int64_t pos, int64_t len, Value* out);
+  void ResetSlot(int32_t writer, uint32_t half, int64_t pos, int64_t len);
+  void FlipHalf(uint32_t half);
+  // v2 pull plane.
+  uint32_t ReserveWindow(uint32_t arrivals);
+  void StoreStaged(int32_t peer, int64_t pos, const Value& v);
+  void Arrive(int32_t peer, uint32_t phase);
+  bool WaitArrivals(uint32_t phase, uint32_t window);
+  // The staging copy's kernel ended: a full fence, as the end of RunAllReduce.
+  void EndKernel();
   void EndCall(uint64_t) const {}  // NextEpoch already counted the call
   // The reference kernels sum in fp32 and round once (SGLang 0.5.23
   // sgl_kernel/vec.cuh reduce_vec, kFP32Acc; v1's packed_reduce upcasts too),

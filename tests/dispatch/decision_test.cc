@@ -136,6 +136,7 @@ TEST(DecisionFieldsTest, EveryFieldThatChangesIsNamedAndFingerprintedFieldsMoveT
       {"seq", [](DecisionRecord& r) { r.seq += 1; }},
       {"group", [](DecisionRecord& r) { r.group = GroupId{r.group.value + 1}; }},
       {"backend", [](DecisionRecord& r) { r.backend = BackendKind::kCustom; }},
+      {"graph_inputs", [](DecisionRecord& r) { r.graph_inputs = true; }},
       {"algorithm", [](DecisionRecord& r) { r.algorithm = Algorithm::kTwoShot; }},
       {"blocks", [](DecisionRecord& r) { r.blocks += 1; }},
       {"fp32_acc", [](DecisionRecord& r) { r.fp32_acc = !r.fp32_acc; }},

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "absl/strings/str_format.h"
+#include "dispatch/custom_launch.h"
 #include "dispatch/fused_launch.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -44,13 +45,14 @@ DType DTypeOf(Elem e) {
 class CustomGroup {
  public:
   CustomGroup(int world, int64_t max_bytes, Elem elem, int inputs_per_rank = 1,
-              int64_t graph_rows = 0)
+              int64_t graph_rows = 0, int64_t push_bytes = 0)
       : world_(world), max_bytes_(max_bytes), elem_(elem), esize_(protocol::ElemBytes(elem)) {
     WorkspaceSpec spec;
     spec.world = world;
     spec.elem = elem;
     spec.custom_bytes = max_bytes;
     spec.graph_rows = graph_rows;
+    spec.custom_push_bytes = push_bytes;
     std::vector<int> devices(static_cast<size_t>(world), 0);
     auto group = LamportWorkspace::CreateLocal(spec, devices);
     EXPECT_TRUE(group.ok()) << group.status();
@@ -101,6 +103,8 @@ class CustomGroup {
     // Registered graph inputs: each rank reads through row `graph_row` of its
     // registration table (-1: stage).
     int64_t graph_row = -1;
+    // v2's algorithms (kernels/protocol/custom_v2.h); kNone: v1's staged one.
+    Algorithm algorithm = Algorithm::kNone;
   };
   // The launch of `c` over the virtual ranks: each rank's part from its own
   // backend's MakeLaunch, merged.
@@ -110,6 +114,7 @@ class CustomGroup {
     record.kernel_flags = kReferenceCustomKernelFlags;
     const TensorDesc desc = TensorDesc::Matrix(1, c.elems, DTypeOf(elem_));
     record.blocks = c.blocks > 0 ? c.blocks : CustomGridBlocks(desc.bytes());
+    record.algorithm = c.algorithm;
     LamportLaunch merged;
     const int launched = c.launched_ranks < 0 ? world_ : c.launched_ranks;
     for (int r = 0; r < launched; ++r) {
@@ -395,6 +400,207 @@ TEST(CustomKernelEdgeTest, ARegionRefusesWhatItCannotHold) {
   std::vector<int> devices(17, 0);
   EXPECT_EQ(LamportWorkspace::CreateLocal(bad, devices).status().code(),
             absl::StatusCode::kInvalidArgument);
+}
+
+// ---- SGLang 0.5.23's v2 algorithms (kernels/protocol/custom_v2.h) ----
+
+struct V2Case {
+  int world;
+  Elem elem;
+  Algorithm algorithm;
+};
+
+void PrintTo(const V2Case& c, std::ostream* os) {
+  *os << "world " << c.world << ", elem " << static_cast<int>(c.elem) << ", "
+      << AlgorithmName(c.algorithm);
+}
+
+class CustomV2KernelTest : public ::testing::TestWithParam<V2Case> {};
+
+// Sizes that split unevenly into 2shot_pull shards, a partial grid, the bound;
+// 40 calls in a row alternate the push halves and advance the pull windows.
+TEST_P(CustomV2KernelTest, ReducesBitExactlyCallAfterCall) {
+  LOCKSTEP_REQUIRE_GPUS(1);
+  const V2Case c = GetParam();
+  const int64_t max_bytes = int64_t{512} << 10;
+  CustomGroup g(c.world, max_bytes, c.elem, 1, 0, /*push_bytes=*/max_bytes);
+  ASSERT_TRUE(g.ok());
+  const int64_t vec = 16 / protocol::ElemBytes(c.elem);
+  const int64_t max_elems = max_bytes / protocol::ElemBytes(c.elem);
+  std::mt19937 gen(static_cast<uint32_t>(c.world * 31 + static_cast<int>(c.algorithm)));
+  for (int call_index = 0; call_index < 40; ++call_index) {
+    int64_t elems =
+        vec * (1 + static_cast<int64_t>(gen() % static_cast<uint32_t>(max_elems / vec)));
+    if (call_index == 0) elems = vec;
+    if (call_index == 1) elems = vec * (c.world + 1);  // shards of 2 and 1 vectors
+    if (call_index == 2) elems = max_elems;
+    const bool in_place = call_index % 3 == 1;
+    const auto inputs =
+        FillInputs(g, c.world, elems, c.elem, 300u + static_cast<uint32_t>(call_index));
+    CustomGroup::Call call;
+    call.elems = elems;
+    call.in_place = in_place;
+    call.algorithm = c.algorithm;
+    call.blocks = IsCustomPush(c.algorithm) ? 132 : 64;  // H200's grids (custom_launch.cc)
+    const absl::Status s = g.Run(call);
+    ASSERT_TRUE(s.ok()) << "call " << call_index << ": " << s;
+    ExpectBitExact(
+        g, c.world, inputs, elems, c.elem, in_place, 0,
+        absl::StrFormat("call %d: %d elements%s", call_index, elems, in_place ? " in place" : ""));
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(VirtualRanks, CustomV2KernelTest,
+                         ::testing::Values(V2Case{2, Elem::kBf16, Algorithm::kOneShotPush},
+                                           V2Case{4, Elem::kFp16, Algorithm::kOneShotPush},
+                                           V2Case{8, Elem::kBf16, Algorithm::kOneShotPush},
+                                           V2Case{4, Elem::kFp32, Algorithm::kOneShotPush},
+                                           V2Case{2, Elem::kBf16, Algorithm::kOneShotPull},
+                                           V2Case{8, Elem::kBf16, Algorithm::kOneShotPull},
+                                           V2Case{3, Elem::kBf16, Algorithm::kTwoShotPull},
+                                           V2Case{4, Elem::kFp32, Algorithm::kTwoShotPull},
+                                           V2Case{8, Elem::kBf16, Algorithm::kTwoShotPull},
+                                           V2Case{8, Elem::kFp16, Algorithm::kTwoShotPull}));
+
+// Zeros are data, not the push plane's +0 marker: the writer turns them to
+// -0 (numerically the same), so a reader never waits on them.
+TEST(CustomV2KernelEdgeTest, ZeroInputsArePushedAsNegativeZeroAndSumToZero) {
+  LOCKSTEP_REQUIRE_GPUS(1);
+  const int world = 4;
+  CustomGroup g(world, 4096, Elem::kBf16, 1, 0, 4096);
+  ASSERT_TRUE(g.ok());
+  const int64_t elems = 2048;
+  std::vector<std::vector<uint32_t>> inputs;
+  for (int r = 0; r < world; ++r) {
+    inputs.push_back(std::vector<uint32_t>(static_cast<size_t>(elems), 0u));
+    if (r == 1) inputs.back()[7] = 0x3f80;  // 1.0 in one element of one rank
+    g.Upload(g.input(r), inputs.back());
+  }
+  CustomGroup::Call call;
+  call.elems = elems;
+  call.algorithm = Algorithm::kOneShotPush;
+  call.blocks = 132;
+  call.budget_ns = 200'000'000;
+  const absl::Status s = g.Run(call);
+  ASSERT_TRUE(s.ok()) << s;
+  const std::vector<uint32_t> got = g.Download(g.output(2), elems);
+  EXPECT_EQ(got[7], 0x3f80u);
+  // Every other element sums zeros and -0s: +0 or -0, never a wait.
+  for (int64_t i = 0; i < elems; ++i) {
+    if (i != 7) {
+      EXPECT_EQ(got[static_cast<size_t>(i)] & 0x7fffu, 0u) << i;
+    }
+  }
+}
+
+// A captured pull call reads (1shot) or reduces in place into (2shot) the
+// inputs every peer registered after capture; push calls take no graph row.
+TEST(CustomV2KernelEdgeTest, GraphCaptureAndReplayOfPullCallsOnRegisteredInputs) {
+  LOCKSTEP_REQUIRE_GPUS(1);
+  const int world = 4;
+  const int captured = 2;
+  // Pairs 0 and 1 for the pull calls, pair 2 for the pushed one.
+  CustomGroup g(world, int64_t{1} << 20, Elem::kBf16, captured + 1, /*graph_rows=*/8,
+                int64_t{64} << 10);
+  ASSERT_TRUE(g.ok());
+  const int64_t sizes[captured] = {(int64_t{1} << 20) / 2, 4096 + 8};
+  const Algorithm algorithms[captured] = {Algorithm::kTwoShotPull, Algorithm::kOneShotPull};
+  cudaStream_t stream;
+  ASSERT_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  cudaGraph_t graph;
+  ASSERT_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
+  absl::Status status = absl::OkStatus();
+  std::vector<LamportLaunch> launches;
+  for (int i = 0; i < captured && status.ok(); ++i) {
+    CustomGroup::Call call;
+    call.elems = sizes[i];
+    call.input = i;
+    call.algorithm = algorithms[i];
+    call.blocks = 64;
+    call.graph_row = g.region(0).graph_registered() + i;
+    absl::StatusOr<LamportLaunch> l = g.MakeLaunch(call);
+    status = l.status();
+    if (l.ok()) {
+      launches.push_back(*l);
+      status = LaunchLamport(*l, stream);
+    }
+  }
+  // A pushed call captured between them: no row.
+  if (status.ok()) {
+    CustomGroup::Call push;
+    push.elems = 1024;
+    push.input = 2;
+    push.algorithm = Algorithm::kOneShotPush;
+    push.blocks = 132;
+    absl::StatusOr<LamportLaunch> l = g.MakeLaunch(push);
+    status = l.ok() ? LaunchLamport(*l, stream) : l.status();
+  }
+  const cudaError_t ended = cudaStreamEndCapture(stream, &graph);
+  ASSERT_TRUE(status.ok()) << status;
+  ASSERT_CUDA(ended);
+  std::vector<LamportWorkspace*> members;
+  std::vector<std::vector<const void*>> recorded(world);
+  for (int r = 0; r < world; ++r) {
+    members.push_back(&g.region(r));
+    for (int i = 0; i < captured; ++i) recorded[static_cast<size_t>(r)].push_back(g.input(r, i));
+  }
+  ASSERT_TRUE(LamportWorkspace::RegisterGraphInputsLocal(members, recorded).ok());
+  cudaGraphExec_t exec;
+  ASSERT_CUDA(cudaGraphInstantiate(&exec, graph, 0));
+  for (int replay = 0; replay < 3; ++replay) {
+    std::vector<std::vector<std::vector<uint32_t>>> inputs;
+    for (int i = 0; i < captured; ++i) {
+      inputs.push_back(FillInputs(g, world, sizes[i], Elem::kBf16,
+                                  static_cast<uint32_t>(2000 + 10 * replay + i), i));
+    }
+    ASSERT_CUDA(cudaGraphLaunch(exec, stream));
+    ASSERT_CUDA(cudaStreamSynchronize(stream));
+    const absl::Status s = CheckLamportStatus(launches.front(), stream);
+    ASSERT_TRUE(s.ok()) << s;
+    ExpectBitExact(g, world, inputs[0], sizes[0], Elem::kBf16, false, 0,
+                   absl::StrFormat("replay %d, 2shot_pull output", replay));
+    ExpectBitExact(g, world, inputs[0], sizes[0], Elem::kBf16, true, 0,
+                   absl::StrFormat("replay %d, 2shot_pull input reduced in place", replay));
+    ExpectBitExact(g, world, inputs[1], sizes[1], Elem::kBf16, false, 1,
+                   absl::StrFormat("replay %d, 1shot_pull output", replay));
+  }
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  cudaStreamDestroy(stream);
+}
+
+TEST(CustomV2KernelEdgeTest, AMissingWriterIsNamedByThePushPollAndCountedByThePullBarrier) {
+  LOCKSTEP_REQUIRE_GPUS(1);
+  {
+    CustomGroup g(4, 4096, Elem::kBf16, 1, 0, 4096);
+    ASSERT_TRUE(g.ok());
+    FillInputs(g, 4, 2048, Elem::kBf16, 5);
+    CustomGroup::Call call;
+    call.elems = 2048;
+    call.algorithm = Algorithm::kOneShotPush;
+    call.blocks = 8;
+    call.launched_ranks = 3;  // rank 3 never launches
+    call.budget_ns = 20'000'000;
+    const absl::Status s = g.Run(call);
+    EXPECT_EQ(s.code(), absl::StatusCode::kDeadlineExceeded) << s;
+    EXPECT_THAT(s.message(), HasSubstr("custom all-reduce (1shot_push)"));
+    EXPECT_THAT(s.message(), HasSubstr("rank 3's data never landed"));
+  }
+  {
+    CustomGroup g(4, 4096, Elem::kBf16);
+    ASSERT_TRUE(g.ok());
+    FillInputs(g, 4, 2048, Elem::kBf16, 6);
+    CustomGroup::Call call;
+    call.elems = 2048;
+    call.algorithm = Algorithm::kTwoShotPull;
+    call.blocks = 8;
+    call.launched_ranks = 3;
+    call.budget_ns = 20'000'000;
+    const absl::Status s = g.Run(call);
+    EXPECT_EQ(s.code(), absl::StatusCode::kDeadlineExceeded) << s;
+    EXPECT_THAT(s.message(), HasSubstr("custom all-reduce (2shot_pull)"));
+    EXPECT_THAT(s.message(), HasSubstr("at phase 0 of the counting barrier, which had 3 of 4"));
+  }
 }
 
 }  // namespace

@@ -65,6 +65,7 @@ TEST(DispatchMpiTest, SharedCustomRegionsThroughTheDispatchCoreMatchNccl) {
   cuda::WorkspaceSpec spec;
   spec.world = world;
   spec.custom_bytes = int64_t{1} << 20;
+  spec.custom_push_bytes = spec.custom_bytes;  // v2 pushes up to the bound at world 2
   spec.graph_rows = 4;
   auto region = cuda::LamportWorkspace::CreateShared(spec, rank, exchange);
   ASSERT_TRUE(region.ok()) << region.status();
@@ -118,13 +119,17 @@ TEST(DispatchMpiTest, SharedCustomRegionsThroughTheDispatchCoreMatchNccl) {
         EXPECT_EQ(got, want) << tokens << " tokens: differs from NCCL";
       }
     }
-    // Registered inputs through CUDA IPC, then a launch that reads them.
+    // Registered inputs through CUDA IPC, then a captured call's launch on
+    // them: v2's 2shot_pull, which reduces each shard into every peer's
+    // registered input and copies its own out.
     const void* mine[] = {data};
     ASSERT_TRUE((*region)->RegisterGraphInputsShared(mine, exchange).ok());
     DecisionRecord record;
     record.backend = BackendKind::kCustom;
     record.kernel_flags = kReferenceCustomKernelFlags;
-    record.blocks = 4;
+    record.algorithm = Algorithm::kTwoShotPull;
+    record.graph_inputs = true;
+    record.blocks = 64;
     const int64_t elems = 2048;
     std::vector<uint16_t> host(static_cast<size_t>(elems),
                                static_cast<uint16_t>(protocol::FromFloat(

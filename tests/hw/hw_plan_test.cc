@@ -45,10 +45,11 @@ TEST(HwPlanTest, ThePlanShowsTheCustomAllReduceRegionsTheHardwareCreates) {
   const std::vector<std::string> argv = {"lockstep", "hw", Scenario("tp2-ep2-qwen3-h200x2.yaml"),
                                          "--dry-run"};
   ASSERT_EQ(cli::Main(argv, out, err), cli::kExitOk) << err.str();
-  // SGLang's default v2 generation, sized to its 16 MiB bound (inclusive).
+  // SGLang's default v2 generation, sized to its 16 MiB bound (inclusive);
+  // at two ranks it pushes up to the bound: 2 halves x 2 slots of 16 MiB.
   EXPECT_THAT(out.str(), HasSubstr("custom all-reduce regions"));
   EXPECT_THAT(out.str(), HasSubstr("[0,1]: generation 2, messages <= 16777216 bytes, 16.0 MiB "
-                                   "staging + 72 KiB flags per rank"));
+                                   "staging + 72 KiB flags + 64.00 MiB push slots per rank"));
 }
 
 TraceEvent Call(int rank, int object, uint64_t seq, BackendKind backend, int64_t tokens = 16) {

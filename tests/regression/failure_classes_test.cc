@@ -179,17 +179,27 @@ TEST(CudaGraphs, ADecisionTakenAtCaptureIsReplayedAtEveryStep) {
   ExpectReferenceHolds("faults/tp8-graph-captured-dtype-seen");
   ExpectMutantCaught("faults/tp8-graph-captured-dtype-seen", "dtype-from-local-cache",
                      Verdict::kHang, AllOf(HasSubstr("rank 2"), HasSubstr("(replay)")));
-  // With the custom all-reduce on, rank 2 alone captures its calls on it
+  // With v1's custom all-reduce on, rank 2 alone captures its calls on it
   // (its peers on the fused kernel): the registration's count check stops
   // the job before any replay, as vLLM PR #39791's check would.
   absl::StatusOr<Scenario> s = LoadCatalogueScenario("faults/tp8-graph-captured-dtype-seen");
   ASSERT_TRUE(s.ok()) << s.status();
   s->dispatch.custom_allreduce = true;
+  s->dispatch.custom_allreduce_v2 = false;
   absl::StatusOr<SimResult> r = RunScenario(*s, "dtype-from-local-cache", 1);
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->verdict, Verdict::kFailStop) << r->summary;
   EXPECT_THAT(r->summary, AllOf(HasSubstr("captured different numbers of inputs"),
                                 HasSubstr("rank 1: 0, rank 2: 20, rank 3: 0")));
+  // v2 pushes these decode sizes (1shot_push takes no graph input): there
+  // is nothing to register, and the replays hang with rank 2 in 1shot_push
+  // while its peers run the fused kernel.
+  s->dispatch.custom_allreduce_v2 = true;
+  r = RunScenario(*s, "dtype-from-local-cache", 1);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->verdict, Verdict::kHang) << r->summary;
+  EXPECT_THAT(r->summary,
+              AllOf(HasSubstr("(replay)"), HasSubstr("rank 2 chose custom/1shot_push")));
 }
 
 TEST(CudaGraphs, AFaultPlacedAtReplayFiresAtAReplayedCall) {
@@ -227,12 +237,12 @@ TEST(CudaGraphs, RegistrationComparesEveryMembersCountOfCapturedInputs_vLLM39788
   absl::StatusOr<SimResult> r = RunScenario(*s, "reference", 1);
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_THAT(r->summary, AllOf(HasSubstr("raised registering the CUDA graph inputs"),
-                                HasSubstr("rank 4: 20, rank 5: 19, rank 6: 20")));
+                                HasSubstr("rank 4: 10, rank 5: 9, rank 6: 10")));
   // Registered by position, rank 5's list is one input short: its peers read
   // its next call's input at every replayed call.
   ExpectMutantCaught(
       "faults/tp8-graph-input-unrecorded", "graph-registration-unchecked", Verdict::kMismatch,
-      AllOf(HasSubstr("(replay)"), HasSubstr("by position against different counts (rank 5: 19)")));
+      AllOf(HasSubstr("(replay)"), HasSubstr("by position against different counts (rank 5: 9)")));
 }
 
 TEST(CudaGraphs, ARankThatCapturedNothingStillJoinsTheRegistration_SGLangCustomAllReduceV2) {

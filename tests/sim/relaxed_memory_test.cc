@@ -52,14 +52,15 @@ SimResult RunRelaxed(const Scenario& s, uint64_t seed, const std::string& schedu
   return r.ok() ? *r : SimResult{};
 }
 
-// World 2: the custom all-reduce beyond 16 tokens, the one-shot Lamport
-// kernel below, numeric data (pieces of real elements land separately).
+// World 2: the custom all-reduce beyond 16 tokens (v1's staged protocol:
+// v2 pushes every message at world 2), the one-shot Lamport kernel below,
+// numeric data (pieces of real elements land separately).
 const char* kTp2 = R"(
 name: tp2-relaxed
 hardware: h200x2
 parallel: {tp: 2}
 model: {name: dense, hidden: 1024, layers: 2}
-dispatch: {fused_backend: true, max_tokens: 16}
+dispatch: {fused_backend: true, max_tokens: 16, custom_allreduce_v2: false}
 workload: {steps: 3, tokens: [1, 16, 100], data: numeric}
 memory: relaxed
 )";
@@ -121,6 +122,22 @@ TEST(RelaxedMemoryTest, WithoutTheReleaseAPeerReadsStagedInputThatHasNotArrived)
     const SimResult r = RunRelaxed(immediate, seed, "random", "flags-without-release");
     EXPECT_EQ(r.verdict, Verdict::kClean) << "seed " << seed << ": " << r.summary;
   }
+}
+
+// v2's 2shot_pull stores each rank's reduced shard into every peer's
+// workspace and releases those stores at its second barrier phase; without
+// the release, a rank copies its workspace out before a peer's shard landed.
+TEST(RelaxedMemoryTest, WithoutTheReleaseV2CopiesOutBeforeAPeersShardLanded) {
+  const Scenario tp8 = CatalogueScenario("tp8-relaxed-memory-llama3-h200");
+  int caught = 0;
+  for (uint64_t seed = 1; seed <= 6; ++seed) {
+    const SimResult r = RunRelaxed(tp8, seed, "random", "flags-without-release");
+    if (!IsSilentFailure(r.verdict)) continue;
+    ++caught;
+    EXPECT_THAT(r.summary, HasSubstr("of its workspace out (custom all-reduce "));
+    EXPECT_THAT(r.summary, HasSubstr("store of its reduced shard"));
+  }
+  EXPECT_GE(caught, 3) << "the arrival overtakes the shard stores on most seeds";
 }
 
 }  // namespace
