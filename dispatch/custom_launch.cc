@@ -120,6 +120,7 @@ CustomV2Config CustomV2ConfigFor(int sm, int world, int64_t max_bytes) {
                                       c.eager.one_shot_pull, c.eager.two_shot_pull, row->eager[3]});
   const int64_t push = CeilAlign(std::max(std::min(want_push, max_bytes), kAlignBytes));
   const int64_t pull = CeilAlign(std::max(std::min(want_pull, max_bytes), kAlignBytes));
+  c.push_slot_bytes = push;
   // Heuristic.clip (configs/custom_all_reduce_v2.py:75-88).
   for (CustomV2Heuristic* h : {&c.graph, &c.eager}) {
     h->one_shot_push = std::min(h->one_shot_push, push);
@@ -128,11 +129,6 @@ CustomV2Config CustomV2ConfigFor(int sm, int world, int64_t max_bytes) {
     h->two_shot_push = std::min(h->two_shot_push, TwoShotPushMaxBytes(push, world));
   }
   return c;
-}
-
-int64_t CustomV2PushSlotBytes(const CustomV2Config& config) {
-  const int64_t bytes = std::max(config.graph.one_shot_push, config.eager.one_shot_push);
-  return (bytes + 15) / 16 * 16;
 }
 
 Algorithm SelectCustomV2Algorithm(const CustomV2Config& config, int64_t bytes, bool graph) {

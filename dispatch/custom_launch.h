@@ -39,6 +39,9 @@ struct CustomV2Config {
   CustomV2Heuristic eager;
   int push_blocks = 0;  // the push algorithms' grid (the per-block counter array)
   int pull_blocks = 0;  // the pull algorithms' grid (the per-block semaphores)
+  // Bytes of one push slot SGLang allocates (max_push_size): the largest
+  // 1shot_push message, or two halves of the largest 2shot_push chunk.
+  int64_t push_slot_bytes = 0;
 };
 
 // Streaming multiprocessors of the platform's GPU, which SGLang reads from
@@ -51,10 +54,6 @@ int PlatformSmCount(int sm);
 // other platforms get SGLang's default (1 MiB one-shot cut-overs, 16 MiB).
 // A world size without a table gets an empty configuration (serves nothing).
 CustomV2Config CustomV2ConfigFor(int sm, int world, int64_t max_bytes);
-
-// Bytes of one push slot the configuration needs: its largest 1shot_push
-// message (the push plane SGLang allocates, clipped as the thresholds are).
-int64_t CustomV2PushSlotBytes(const CustomV2Config& config);
 
 // The algorithm a message of `bytes` runs (_pick_config), or Algorithm::kNone
 // when the configuration serves no algorithm at that size.

@@ -83,9 +83,9 @@ absl::StatusOr<std::unique_ptr<CustomAllReduceBackend>> GpuWiringRuntime::MakeCu
     spec.custom_bytes = (agreed.max_bytes + 15) / 16 * 16;
     if (agreed.generation >= 2) {
       // v2's push plane, sized to its largest 1shot_push message.
-      spec.custom_push_bytes = std::min(
-          spec.custom_bytes,
-          CustomV2PushSlotBytes(CustomV2ConfigFor(agreed.sm, spec.world, agreed.max_bytes)));
+      spec.custom_push_bytes =
+          std::min(spec.custom_bytes,
+                   CustomV2ConfigFor(agreed.sm, spec.world, agreed.max_bytes).push_slot_bytes);
     }
     MPI_Comm comm = SplitFor(group);
     MpiExchange exchange(comm);

@@ -91,10 +91,11 @@ absl::StatusOr<std::string> DescribeHwPlan(const Scenario& scenario, const std::
         const CustomAgreedState agreed =
             ChooseCustomGeneration(custom, size, one_node, one_node, one_node);
         const int64_t staging = (agreed.max_bytes + 15) / 16 * 16;
-        const int64_t push = agreed.generation >= 2
-                                 ? std::min(staging, CustomV2PushSlotBytes(CustomV2ConfigFor(
-                                                         agreed.sm, size, agreed.max_bytes)))
-                                 : 0;
+        const int64_t push =
+            agreed.generation >= 2
+                ? std::min(staging,
+                           CustomV2ConfigFor(agreed.sm, size, agreed.max_bytes).push_slot_bytes)
+                : 0;
         out << absl::StrFormat(
             "  %s %s: generation %d, messages <%s %d bytes, %.1f MiB staging + %d KiB flags + "
             "%.2f MiB push slots per rank\n",

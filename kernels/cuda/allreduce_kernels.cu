@@ -7,6 +7,7 @@
 #include "kernels/cuda/allreduce_kernels.h"
 #include "kernels/cuda/custom_device.cuh"
 #include "kernels/cuda/lamport_device.cuh"
+#include "kernels/protocol/custom_v2.h"
 #include "kernels/protocol/one_shot.h"
 #include "kernels/protocol/two_shot.h"
 #include "kernels/protocol/wait_report.h"
@@ -141,6 +142,9 @@ __global__ void __launch_bounds__(kMaxThreads)
     switch (p.custom_algorithm) {
       case kCustomOneShotPush:
         protocol::OneShotPushAllReduce(mem, a);
+        break;
+      case kCustomTwoShotPush:
+        protocol::TwoShotPushAllReduce(mem, a, Vec<E>::kElems);
         break;
       case kCustomOneShotPull:
       case kCustomTwoShotPull:
@@ -325,11 +329,19 @@ absl::Status LaunchLamport(LamportLaunch launch, cudaStream_t stream) {
       return absl::InvalidArgumentError(
           "the custom all-reduce has no fused two-shot or RMSNorm variant");
     }
-    if (launch.custom_algorithm == kCustomOneShotPush &&
-        launch.elems * protocol::ElemBytes(launch.elem) > launch.custom_push_slot_bytes) {
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "1shot_push of %d bytes: the region's push slots hold %d",
-          launch.elems * protocol::ElemBytes(launch.elem), launch.custom_push_slot_bytes));
+    // A push slot holds the whole message (1shot_push) or two halves of
+    // one chunk (2shot_push).
+    const int64_t elem_bytes = protocol::ElemBytes(launch.elem);
+    const int64_t slot_bytes =
+        launch.custom_algorithm == kCustomOneShotPush ? launch.elems * elem_bytes
+        : launch.custom_algorithm == kCustomTwoShotPush
+            ? 2 * protocol::TwoShotPushHalfElems(launch.world, launch.elems, 16 / elem_bytes) *
+                  elem_bytes
+            : 0;
+    if (slot_bytes > launch.custom_push_slot_bytes) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("a push of %d bytes needs %d-byte slots; the region's hold %d",
+                          launch.elems * elem_bytes, slot_bytes, launch.custom_push_slot_bytes));
     }
     launch.blocks_per_rank =
         std::min(launch.blocks_per_rank,
@@ -374,6 +386,7 @@ absl::Status CheckLamportStatus(const LamportLaunch& launch, cudaStream_t stream
     };
     if (launch.custom && launch.custom_algorithm != kCustomStaged) {
       const char* algorithm = launch.custom_algorithm == kCustomOneShotPush   ? "1shot_push"
+                              : launch.custom_algorithm == kCustomTwoShotPush ? "2shot_push"
                               : launch.custom_algorithm == kCustomOneShotPull ? "1shot_pull"
                                                                               : "2shot_pull";
       return protocol::CustomV2Failure(error, algorithm, name(launch.ranks[v].rank),

@@ -146,6 +146,9 @@ absl::StatusOr<LamportLaunch> GpuCustomBackend::MakeLaunch(const TensorDesc& des
     case Algorithm::kOneShotPush:
       l.custom_algorithm = kCustomOneShotPush;
       break;
+    case Algorithm::kTwoShotPush:
+      l.custom_algorithm = kCustomTwoShotPush;
+      break;
     case Algorithm::kOneShotPull:
       l.custom_algorithm = kCustomOneShotPull;
       break;
@@ -156,9 +159,8 @@ absl::StatusOr<LamportLaunch> GpuCustomBackend::MakeLaunch(const TensorDesc& des
       l.custom_algorithm = kCustomStaged;
       break;
     default:
-      return absl::UnimplementedError(absl::StrFormat(
-          "the custom all-reduce's %s has no GPU kernel in lockstep (docs/FIDELITY.md)",
-          AlgorithmName(record.algorithm)));
+      return absl::InvalidArgumentError(absl::StrFormat("the custom all-reduce has no %s algorithm",
+                                                        AlgorithmName(record.algorithm)));
   }
   l.world = region_->world();
   l.elems = desc.numel();

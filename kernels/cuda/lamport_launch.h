@@ -104,6 +104,7 @@ enum CustomKernelAlgorithm : uint8_t {
   kCustomOneShotPush = 1,
   kCustomOneShotPull = 2,
   kCustomTwoShotPull = 3,
+  kCustomTwoShotPush = 4,
 };
 // The parts of a pull call, launched in stream order.
 enum CustomPullPart : uint8_t { kPullStage = 0, kPullReduce = 1, kPullCopyOut = 2 };

@@ -34,19 +34,27 @@
 // that every peer's shard stores are visible — copies its whole workspace
 // out (a captured call's workspace is its input, reduced in place).
 //
-// Not written here: 2shot_push (SM10x at 4 and 8 ranks, up to 8 MiB): the
-// simulator runs it as 1shot_push — the same synchronisation, Lamport slots
-// and no barrier — and the GPU backend refuses it; and the multicast form
-// of 2shot_pull, which lockstep never runs (docs/FIDELITY.md).
+// 2shot_push (SM10x at 4 and 8 ranks) is the same push plane used as a
+// reduce-scatter and an all-gather: chunk c of the message is rank c's; a
+// slot holds two halves of one chunk, the writer's partial of the reader's
+// chunk and then the writer's reduced chunk. Each rank pushes its partial of
+// every peer's chunk to that peer, reduces its own chunk (its own partial
+// from its input), remaps the sum's +0 words as a writer does — so every rank
+// holds the same bits — pushes it to every peer and drains theirs
+// (all_reduce_2shot_push_kernel, custom_all_reduce.cuh:214-321).
+//
+// Not written here: the multicast form of 2shot_pull, which lockstep never
+// runs (docs/FIDELITY.md).
 //
 // Memory policy (in addition to memory_model.h's chunk iteration, LoadInput,
 // Zero, Add, Finish, StoreOutput and Failure):
 //   push:
 //   uint32_t PushHalf();                                        // counter & 1
 //   void ClearMarkers(Value& v);                                // +0 words -> -0
-//   void PushSlot(int32_t peer, uint32_t half, int64_t pos, const Value& v);
-//   bool PollSlot(int32_t writer, uint32_t half, int64_t pos, int64_t len, Value* out);
-//   void ResetSlot(int32_t writer, uint32_t half, int64_t pos, int64_t len);
+//   // `offset`: elements into the slot (memory_model.h: the chunk's pattern shifted)
+//   void PushSlot(int32_t peer, uint32_t half, int64_t offset, const Value& v);
+//   bool PollSlot(int32_t writer, uint32_t half, int64_t offset, int64_t len, Value* out);
+//   void ResetSlot(int32_t writer, uint32_t half, int64_t offset, int64_t len);
 //   void FlipHalf(uint32_t half);                               // counter = half ^ 1
 //   pull:
 //   uint32_t ReserveWindow(uint32_t arrivals);  // counter += arrivals; the old value
@@ -70,21 +78,23 @@ namespace lockstep::protocol {
 // (num_arrives = 2 in both pull kernels).
 inline constexpr uint32_t kPullPhases = 2;
 
-// The elements of rank `rank`'s 2shot_pull shard: its share of the message's
-// whole 16-byte vectors, the first `remainder` ranks one vector more
-// (all_reduce_2shot_pull_kernel, custom_all_reduce.cuh:358-361).
-struct PullShard {
+// A range of a message's elements.
+struct ElemRange {
   int64_t begin = 0;
   int64_t end = 0;
 };
-LS_HD LS_INLINE PullShard TwoShotPullShard(int32_t rank, int32_t world, int64_t elems,
+
+// The elements of rank `rank`'s 2shot_pull shard: its share of the message's
+// whole 16-byte vectors, the first `remainder` ranks one vector more
+// (all_reduce_2shot_pull_kernel, custom_all_reduce.cuh:358-361).
+LS_HD LS_INLINE ElemRange TwoShotPullShard(int32_t rank, int32_t world, int64_t elems,
                                            int64_t vector_elems) {
   const int64_t vectors = elems / vector_elems;
   const int64_t avg = vectors / world;
   const int64_t rem = vectors % world;
   const int64_t first = rank * avg + (rank < rem ? rank : rem);
   const int64_t count = avg + (rank < rem ? 1 : 0);
-  return PullShard{first * vector_elems, (first + count) * vector_elems};
+  return ElemRange{first * vector_elems, (first + count) * vector_elems};
 }
 
 template <class Mem>
@@ -105,6 +115,79 @@ LS_HD ProtocolStatus OneShotPushAllReduce(Mem& mem, const AllReduceArgs& a) {
     }
     mem.StoreOutput(pos, mem.Finish(acc));
     for (int32_t p = 0; p < a.world; ++p) mem.ResetSlot(p, half, pos, len);
+  }
+  mem.FlipHalf(half);
+  return ProtocolStatus{};
+}
+
+// The elements of chunk `c` in 2shot_push: ceil(vectors / world) whole
+// 16-byte vectors each, the last chunks short or empty (get_chunk_len).
+LS_HD LS_INLINE ElemRange TwoShotPushChunk(int32_t c, int32_t world, int64_t elems,
+                                           int64_t vector_elems) {
+  const int64_t vectors = elems / vector_elems;
+  const int64_t chunk = (vectors + world - 1) / world;
+  const int64_t begin = c * chunk < vectors ? c * chunk : vectors;
+  const int64_t end = begin + chunk < vectors ? begin + chunk : vectors;
+  return ElemRange{begin * vector_elems, end * vector_elems};
+}
+
+// Elements of one half of a 2shot_push slot.
+LS_HD LS_INLINE int64_t TwoShotPushHalfElems(int32_t world, int64_t elems, int64_t vector_elems) {
+  const int64_t vectors = elems / vector_elems;
+  return (vectors + world - 1) / world * vector_elems;
+}
+
+template <class Mem>
+LS_HD ProtocolStatus TwoShotPushAllReduce(Mem& mem, const AllReduceArgs& a, int64_t vector_elems) {
+  const uint32_t half = mem.PushHalf();
+  const int64_t gathered = TwoShotPushHalfElems(a.world, a.elems, vector_elems);
+  // Reduce-scatter: this rank's partial of each peer's chunk, to its owner.
+  for (int32_t k = 1; k < a.world; ++k) {
+    const int32_t peer = (a.rank + k) % a.world;
+    const ElemRange c = TwoShotPushChunk(peer, a.world, a.elems, vector_elems);
+    for (int64_t pos = mem.FirstChunk(c.begin); pos < c.end; pos = mem.NextChunk(pos, c.end)) {
+      typename Mem::Value v = mem.LoadInput(pos, mem.ChunkLen(pos, c.end));
+      mem.ClearMarkers(v);
+      mem.PushSlot(peer, half, pos - c.begin, v);
+    }
+  }
+  // This rank's chunk: every peer's partial and its own, in rank order; the
+  // sum to every peer and to the output.
+  const ElemRange mine = TwoShotPushChunk(a.rank, a.world, a.elems, vector_elems);
+  for (int64_t pos = mem.FirstChunk(mine.begin); pos < mine.end;
+       pos = mem.NextChunk(pos, mine.end)) {
+    const int64_t len = mem.ChunkLen(pos, mine.end);
+    typename Mem::Acc acc = mem.Zero();
+    for (int32_t p = 0; p < a.world; ++p) {
+      typename Mem::Value v;
+      if (p == a.rank) {
+        v = mem.LoadInput(pos, len);
+      } else if (!mem.PollSlot(p, half, pos - mine.begin, len, &v)) {
+        return mem.Failure();
+      }
+      mem.Add(acc, v);
+    }
+    typename Mem::Value sum = mem.Finish(acc);
+    mem.ClearMarkers(sum);
+    for (int32_t k = 1; k < a.world; ++k) {
+      mem.PushSlot((a.rank + k) % a.world, half, gathered + pos - mine.begin, sum);
+    }
+    mem.StoreOutput(pos, sum);
+    for (int32_t p = 0; p < a.world; ++p) {
+      if (p != a.rank) mem.ResetSlot(p, half, pos - mine.begin, len);
+    }
+  }
+  // All-gather: every peer's reduced chunk.
+  for (int32_t k = 1; k < a.world; ++k) {
+    const int32_t peer = (a.rank + k) % a.world;
+    const ElemRange c = TwoShotPushChunk(peer, a.world, a.elems, vector_elems);
+    for (int64_t pos = mem.FirstChunk(c.begin); pos < c.end; pos = mem.NextChunk(pos, c.end)) {
+      const int64_t len = mem.ChunkLen(pos, c.end);
+      typename Mem::Value v;
+      if (!mem.PollSlot(peer, half, gathered + pos - c.begin, len, &v)) return mem.Failure();
+      mem.StoreOutput(pos, v);
+      mem.ResetSlot(peer, half, gathered + pos - c.begin, len);
+    }
   }
   mem.FlipHalf(half);
   return ProtocolStatus{};
@@ -139,8 +222,8 @@ LS_HD ProtocolStatus PullAllReduce(Mem& mem, const AllReduceArgs& a, bool two_sh
                                    int64_t vector_elems) {
   const uint32_t window = mem.ReserveWindow(kPullPhases * static_cast<uint32_t>(a.world));
   if (!CountingBarrier(mem, a, window, 0, /*release=*/false)) return mem.Failure();
-  const PullShard shard =
-      two_shot ? TwoShotPullShard(a.rank, a.world, a.elems, vector_elems) : PullShard{0, a.elems};
+  const ElemRange shard =
+      two_shot ? TwoShotPullShard(a.rank, a.world, a.elems, vector_elems) : ElemRange{0, a.elems};
   for (int64_t pos = mem.FirstChunk(shard.begin); pos < shard.end;
        pos = mem.NextChunk(pos, shard.end)) {
     const int64_t len = mem.ChunkLen(pos, shard.end);

@@ -51,10 +51,7 @@ protocol::ProtocolStatus SimCustomAllReduce::RunAllReduce(int member, const Deci
                                   16 / protocol::ElemBytes(ctx_.elem));
       break;
     case Algorithm::kTwoShotPush:
-      // Selected on SM10x at 4 and 8 ranks (dispatch/custom_launch.cc); not
-      // modelled yet: runs as 1shot_push, which synchronises alike (Lamport
-      // slots, no barrier) but moves every byte to every peer.
-      status = protocol::OneShotPushAllReduce(mem, args);
+      status = protocol::TwoShotPushAllReduce(mem, args, 16 / protocol::ElemBytes(ctx_.elem));
       break;
     default:
       status = protocol::CustomAllReduce(mem, args);

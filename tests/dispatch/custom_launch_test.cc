@@ -30,7 +30,7 @@ TEST(CustomLaunchTest, H200EightRanksPushesUpTo128KiBThenPullsInTwoShots) {
     EXPECT_EQ(SelectCustomV2Algorithm(c, kDefaultMax + 16, graph), Algorithm::kNone);
   }
   EXPECT_EQ(SelectCustomV2Algorithm(c, 0, false), Algorithm::kNone);
-  EXPECT_EQ(CustomV2PushSlotBytes(c), 128 * kKiB);
+  EXPECT_EQ(c.push_slot_bytes, 128 * kKiB);
 }
 
 TEST(CustomLaunchTest, H200TwoRanksPushEverythingTheBoundAdmits) {
@@ -65,7 +65,7 @@ TEST(CustomLaunchTest, BlackwellHasTwoShotPushAtFourAndEightRanksAndServesSixtee
   EXPECT_EQ(SelectCustomV2Algorithm(c, 256 * kKiB + 16, false), Algorithm::kTwoShotPush);
   EXPECT_EQ(SelectCustomV2Algorithm(c, 8 * kMiB, false), Algorithm::kTwoShotPush);
   EXPECT_EQ(SelectCustomV2Algorithm(c, 8 * kMiB + 16, false), Algorithm::kTwoShotPull);
-  EXPECT_EQ(CustomV2PushSlotBytes(c), 256 * kKiB) << "the 1shot_push bound; 2shot_push is not run";
+  EXPECT_EQ(c.push_slot_bytes, 2 * kMiB) << "two halves of an 8 MiB message's 1 MiB chunk";
   EXPECT_EQ(CustomV2ConfigFor(100, 2, kDefaultMax).pull_blocks, 148);
   EXPECT_GT(CustomV2ConfigFor(100, 16, kDefaultMax).push_blocks, 0);
   EXPECT_EQ(CustomV2ConfigFor(90, 16, kDefaultMax).push_blocks, 0) << "SM90 has no 16-rank table";
