@@ -96,8 +96,7 @@ absl::Status Build(Rig& rig) {
   custom.world = rig.n;
   custom.custom_bytes = kCustomMaxBytes;
   // v2's push plane, as the hardware runner sizes it (GpuWiringRuntime::MakeCustom).
-  custom.custom_push_bytes =
-      std::min(kCustomMaxBytes, CustomV2ConfigFor(90, rig.n, kCustomMaxBytes).push_slot_bytes);
+  custom.custom_push_bytes = CustomV2ConfigFor(90, rig.n, kCustomMaxBytes).push_slot_bytes;
   custom.graph_rows = 1;
   auto regions = LamportWorkspace::CreateLocal(custom, rig.devices);
   if (!regions.ok()) return regions.status();

@@ -121,6 +121,7 @@ CustomV2Config CustomV2ConfigFor(int sm, int world, int64_t max_bytes) {
   const int64_t push = CeilAlign(std::max(std::min(want_push, max_bytes), kAlignBytes));
   const int64_t pull = CeilAlign(std::max(std::min(want_pull, max_bytes), kAlignBytes));
   c.push_slot_bytes = push;
+  c.pull_bytes = pull;
   // Heuristic.clip (configs/custom_all_reduce_v2.py:75-88).
   for (CustomV2Heuristic* h : {&c.graph, &c.eager}) {
     h->one_shot_push = std::min(h->one_shot_push, push);

@@ -42,6 +42,9 @@ struct CustomV2Config {
   // Bytes of one push slot SGLang allocates (max_push_size): the largest
   // 1shot_push message, or two halves of the largest 2shot_push chunk.
   int64_t push_slot_bytes = 0;
+  // Bytes of the pull workspace SGLang allocates (max_pull_size, whole KiB):
+  // the thresholds are clipped to it, so it may exceed the configured bound.
+  int64_t pull_bytes = 0;
 };
 
 // Streaming multiprocessors of the platform's GPU, which SGLang reads from

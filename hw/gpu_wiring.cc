@@ -82,10 +82,11 @@ absl::StatusOr<std::unique_ptr<CustomAllReduceBackend>> GpuWiringRuntime::MakeCu
     // (max_bytes inclusive), in whole 16-byte vectors.
     spec.custom_bytes = (agreed.max_bytes + 15) / 16 * 16;
     if (agreed.generation >= 2) {
-      // v2's push plane, sized to its largest 1shot_push message.
-      spec.custom_push_bytes =
-          std::min(spec.custom_bytes,
-                   CustomV2ConfigFor(agreed.sm, spec.world, agreed.max_bytes).push_slot_bytes);
+      // v2's planes as SGLang sizes them (whole KiB: the thresholds the
+      // dispatch core selects by are clipped to these, not to the bound).
+      const CustomV2Config v2 = CustomV2ConfigFor(agreed.sm, spec.world, agreed.max_bytes);
+      spec.custom_bytes = std::max(spec.custom_bytes, v2.pull_bytes);
+      spec.custom_push_bytes = v2.push_slot_bytes;
     }
     MPI_Comm comm = SplitFor(group);
     MpiExchange exchange(comm);

@@ -90,12 +90,14 @@ absl::StatusOr<std::string> DescribeHwPlan(const Scenario& scenario, const std::
         for (int p : peers) one_node &= p / per_node == peers.front() / per_node;
         const CustomAgreedState agreed =
             ChooseCustomGeneration(custom, size, one_node, one_node, one_node);
-        const int64_t staging = (agreed.max_bytes + 15) / 16 * 16;
-        const int64_t push =
-            agreed.generation >= 2
-                ? std::min(staging,
-                           CustomV2ConfigFor(agreed.sm, size, agreed.max_bytes).push_slot_bytes)
-                : 0;
+        // As GpuWiringRuntime::MakeCustom sizes the region.
+        int64_t staging = (agreed.max_bytes + 15) / 16 * 16;
+        int64_t push = 0;
+        if (agreed.generation >= 2) {
+          const CustomV2Config v2 = CustomV2ConfigFor(agreed.sm, size, agreed.max_bytes);
+          staging = std::max(staging, v2.pull_bytes);
+          push = v2.push_slot_bytes;
+        }
         out << absl::StrFormat(
             "  %s %s: generation %d, messages <%s %d bytes, %.1f MiB staging + %d KiB flags + "
             "%.2f MiB push slots per rank\n",

@@ -6,6 +6,10 @@
 // and waits for peer p's flag, as the reference kernels do (sgl-kernel
 // custom_all_reduce.cuh, barrier_at_start: `if (threadIdx.x < ngpus)`); the
 // block's threads meet in EndBarrier. The protocol logic is the shared code.
+// For v2 (kernels/protocol/custom_v2.h) it adds the push plane (slots polled
+// until no 32-bit word is +0), the pull plane's counting barrier (arrival
+// words peers add to, per-block counters) and the stores of 2shot_pull's
+// shards into peers' workspaces; see docs/KERNELS.md.
 
 #ifndef LOCKSTEP_KERNELS_CUDA_CUSTOM_DEVICE_CUH_
 #define LOCKSTEP_KERNELS_CUDA_CUSTOM_DEVICE_CUH_
@@ -238,6 +242,7 @@ class DeviceCustomMem : public DeviceLamportMem<E, U> {
       }
     }
   }
+  __device__ void SyncBlock() const { __syncthreads(); }
   // PullCall's fence after the staging copy: the GPU runs the copy as a
   // launch of its own (CustomPullPart), so nothing is left to fence here.
   __device__ void EndKernel() const {}

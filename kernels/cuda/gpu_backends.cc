@@ -127,8 +127,11 @@ absl::StatusOr<LamportLaunch> GpuCustomBackend::MakeLaunch(const TensorDesc& des
   const WorkspaceSpec& spec = region_->spec();
   const int64_t bytes = desc.bytes();
   // The dispatch core checked the size bound against the agreed state; this
-  // re-checks against the allocation.
-  if (bytes > spec.custom_bytes) {
+  // re-checks against the allocation: the staging buffer for the staged
+  // algorithms (LaunchLamport checks a push against the push slots).
+  const bool pushed =
+      record.algorithm == Algorithm::kOneShotPush || record.algorithm == Algorithm::kTwoShotPush;
+  if (!pushed && bytes > spec.custom_bytes) {
     return absl::InvalidArgumentError(
         absl::StrFormat("%d bytes of %s do not fit the custom all-reduce region (%d bytes)", bytes,
                         ElemName(*elem), spec.custom_bytes));

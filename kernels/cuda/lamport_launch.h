@@ -74,8 +74,9 @@ struct LamportLaunch {
   // slots, arrival words and counters sit at the CustomRegion offsets.
   uint8_t custom_algorithm = 0;  // CustomKernelAlgorithm
   int64_t custom_push_slot_bytes = 0;
-  // 2shot_pull: which part of the call this launch runs (the staging copy
-  // and the copy out are launches of their own, as in SGLang).
+  // 1shot_pull and 2shot_pull: which part of the call this launch runs (the
+  // staging copy and 2shot_pull's copy out are launches of their own, as in
+  // SGLang).
   uint8_t custom_pull_part = 0;  // CustomPullPart
   float norm_eps = 1e-6f;
   bool continue_on_failure = false;  // set for the norm epilogue (block barriers)

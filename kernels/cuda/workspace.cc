@@ -128,11 +128,10 @@ absl::Status CheckSpec(const WorkspaceSpec& spec) {
       return absl::InvalidArgumentError("custom all-reduce region: " + why);
     }
   }
-  if (spec.custom_push_bytes < 0 || spec.custom_push_bytes % 16 != 0 ||
-      spec.custom_push_bytes > spec.custom_bytes) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "custom push slots of %d bytes: must be a multiple of 16 between 0 and the region's %d",
-        spec.custom_push_bytes, spec.custom_bytes));
+  if (spec.custom_push_bytes < 0 || spec.custom_push_bytes % 16 != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("custom push slots of %d bytes: must be a non-negative multiple of 16",
+                        spec.custom_push_bytes));
   }
   if (spec.graph_rows < 0) {
     return absl::InvalidArgumentError(

@@ -23,7 +23,7 @@
 // 2 x world, the old value is the window), and a barrier phase n is: every
 // member adds 1 to the arrival word of the same block at every member,
 // itself included, then waits until its own arrival word has moved world
-// past window + n x world (Barrier, communicator.cuh:159-205). The barrier
+// past window + n x world (Barrier, communicator.cuh:158-202). The barrier
 // counts arrivals; it does not name them, so a rank that arrives twice
 // stands in for one that never arrives. Eager calls stage the input into the
 // workspace first (a copy before the kernel); captured calls read the
@@ -62,8 +62,10 @@
 //   bool LoadStaged(int32_t peer, int64_t pos, int64_t len, Value* out);
 //   void StoreStaged(int32_t peer, int64_t pos, const Value& v);  // into peer's workspace
 //   void Release();                              // as block_barrier.h
+//   void SyncBlock();                            // the block's threads meet (no fence)
 //   void Arrive(int32_t peer, uint32_t phase);   // +1 on peer's arrival word of my block
-//   bool WaitArrivals(uint32_t phase, uint32_t window);  // until word - window >= world
+//   bool WaitArrivals(uint32_t phase, uint32_t target);  // until word - target >= world;
+//                                                        // target = window + phase * world
 //   bool EndBarrier(bool ok);                    // as block_barrier.h
 //   void EndKernel();  // PullCall only: the staging copy's kernel ended (a full fence)
 
@@ -198,7 +200,15 @@ LS_HD ProtocolStatus TwoShotPushAllReduce(Mem& mem, const AllReduceArgs& a, int6
 template <class Mem>
 LS_HD bool CountingBarrier(Mem& mem, const AllReduceArgs& a, uint32_t window, uint32_t phase,
                            bool release) {
-  if (release) mem.Release();
+  // Every thread of the block finished what came before the arrival (its
+  // loads of peers' buffers too: a peer that passes this phase may overwrite
+  // them), and with `release` its stores are visible first
+  // (custom_all_reduce.cuh:348-349, 380-382: __syncthreads before arriving).
+  if (release) {
+    mem.Release();
+  } else {
+    mem.SyncBlock();
+  }
   for (int32_t k = 1; k <= a.world; ++k) mem.Arrive((a.rank + k) % a.world, phase);
   const bool ok = mem.WaitArrivals(phase, window + phase * static_cast<uint32_t>(a.world));
   return mem.EndBarrier(ok);

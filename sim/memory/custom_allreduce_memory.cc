@@ -117,7 +117,7 @@ bool SimCustomAllReduce::ArrivalsHold(const Member& m, int32_t blocks, uint32_t 
     // The block's own window: its counter before this call's reservation.
     const uint32_t window =
         (i < m.counters.size() ? m.counters[i] : 0) - protocol::kPullPhases * world;
-    // Unsigned, as Barrier::arrive compares (communicator.cuh:171-190).
+    // Unsigned, as Barrier::arrive compares (communicator.cuh:168-188).
     if (word - (window + phase * world) < world) return false;
   }
   return true;
@@ -456,7 +456,6 @@ uint32_t CustomMem::ReserveWindow(uint32_t arrivals) {
     m.counters.resize(static_cast<size_t>(blocks_));
   const uint32_t window = m.counters.empty() ? 0 : m.counters[0];
   for (int32_t b = 0; b < blocks_; ++b) m.counters[static_cast<size_t>(b)] += arrivals;
-  m.window = window;
   return window;
 }
 
@@ -521,9 +520,9 @@ void CustomMem::EndKernel() {
   if (ctx_.relaxed != nullptr) ctx_.relaxed->Flush(rank_);
 }
 
-bool CustomMem::WaitArrivals(uint32_t phase, uint32_t /*window*/) {
+bool CustomMem::WaitArrivals(uint32_t phase, uint32_t /*target*/) {
   // Each block waits on its own semaphore against its own window
-  // (ArrivalsHold); `window` is block 0's, as the protocol computed it.
+  // (ArrivalsHold); `target` is block 0's, as the protocol computed it.
   SimCustomAllReduce::Member& m = ar_.members_[static_cast<size_t>(member_)];
   while (!ar_.ArrivalsHold(m, blocks_, phase)) {
     m.waiting = true;

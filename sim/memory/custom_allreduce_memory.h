@@ -112,7 +112,6 @@ class SimCustomAllReduce : public Waitable {
     std::vector<uint32_t> arrivals;
     std::vector<uint32_t> counters;
     std::vector<uint64_t> arrivals_from;
-    uint32_t window = 0;  // the call in progress's window (block 0)
     bool waiting = false;
     WaitKind wait_kind = WaitKind::kFlags;
     uint32_t wait_phase = 0;
@@ -190,7 +189,8 @@ class CustomMem : public protocol::WholeRangeChunks {
   uint32_t ReserveWindow(uint32_t arrivals);
   void StoreStaged(int32_t peer, int64_t pos, const Value& v);
   void Arrive(int32_t peer, uint32_t phase);
-  bool WaitArrivals(uint32_t phase, uint32_t window);
+  bool WaitArrivals(uint32_t phase, uint32_t target);
+  void SyncBlock() const {}  // one simulated rank is one block
   // The staging copy's kernel ended: a full fence, as the end of RunAllReduce.
   void EndKernel();
   void EndCall(uint64_t) const {}  // NextEpoch already counted the call

@@ -73,6 +73,18 @@ TEST(CustomLaunchTest, BlackwellHasTwoShotPushAtFourAndEightRanksAndServesSixtee
             Algorithm::kNone);
 }
 
+// The workspaces are whole KiB (custom_all_reduce_v2.py:176-181) and the
+// thresholds are clipped to them, not to the bound: a 1500-byte bound serves
+// 2 KiB, and the regions the hardware runner allocates are these sizes.
+TEST(CustomLaunchTest, ThresholdsFollowTheKiBAlignedWorkspacesNotTheRawBound) {
+  const CustomV2Config c = CustomV2ConfigFor(90, 8, 1500);
+  EXPECT_EQ(c.push_slot_bytes, 2048);
+  EXPECT_EQ(c.pull_bytes, 2048);
+  EXPECT_EQ(SelectCustomV2Algorithm(c, 2000, false), Algorithm::kOneShotPush);
+  EXPECT_EQ(SelectCustomV2Algorithm(c, 2048, false), Algorithm::kOneShotPush);
+  EXPECT_EQ(SelectCustomV2Algorithm(c, 2064, false), Algorithm::kNone);
+}
+
 TEST(CustomLaunchTest, TheRecordCarriesAlgorithmGridAndGraphInputs) {
   CustomAgreedState s = ChooseCustomGeneration(CustomAllReduceLimits(ServingArgs{}, Platform{}), 8,
                                                /*same_node=*/true,

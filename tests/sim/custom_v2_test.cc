@@ -104,8 +104,9 @@ TEST(CustomV2SimTest, NumericDataIsSummedInRankOrderByEveryAlgorithm) {
 // 384 KiB). v2's grid does not depend on the size, so under 2shot_pull the
 // counting barrier passes and every rank reduces shards cut from its own
 // count — a silent wrong reduction; v1 sizes its grid by the message (32 and
-// 36 blocks), and the extra blocks wait for ever. Under 1shot_push (4 and 12
-// tokens) the ranks that expect more bytes poll for what was never pushed.
+// 36 blocks), and the extra blocks wait for ever. At 4 tokens its peers push
+// (64 KiB) while rank 2's 12 tokens (192 KiB) go to 2shot_pull: the peers
+// poll for rank 2's push, which never comes.
 TEST(CustomV2SimTest, ARankWithAnotherSizePassesTheCountingBarrierAndReducesWrongShards) {
   Scenario s = ScenarioFromYaml(kH200);
   s.workload.cuda_graph_tokens.clear();
@@ -129,7 +130,7 @@ TEST(CustomV2SimTest, ARankWithAnotherSizePassesTheCountingBarrierAndReducesWron
   absl::StatusOr<SimResult> pushed = Simulate(s, o, registry);
   ASSERT_TRUE(pushed.ok()) << pushed.status();
   EXPECT_EQ(pushed->verdict, Verdict::kHang) << pushed->summary;
-  EXPECT_THAT(pushed->details.dump(), HasSubstr("1shot_push slot of rank 2"));
+  EXPECT_THAT(pushed->details.dump(), HasSubstr("push slot of rank 2"));
 }
 
 }  // namespace
