@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <span>
+#include <type_traits>
 
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -13,7 +15,46 @@ namespace {
 
 namespace proto = ::lockstep::protocol;
 
-uint8_t ScanFlags(const std::vector<uint32_t>& bits, proto::Elem e) {
+// Runs `body(E)` with E the element type as a compile-time constant
+// (std::integral_constant), so that per-element loops inside it convert
+// without a switch per element and vectorise.
+template <class Body>
+decltype(auto) WithElem(proto::Elem e, Body&& body) {
+  switch (e) {
+    case proto::Elem::kBf16:
+      return body(std::integral_constant<proto::Elem, proto::Elem::kBf16>{});
+    case proto::Elem::kFp16:
+      return body(std::integral_constant<proto::Elem, proto::Elem::kFp16>{});
+    case proto::Elem::kFp32:
+      break;
+  }
+  return body(std::integral_constant<proto::Elem, proto::Elem::kFp32>{});
+}
+
+// A digest of element bits: four independent StableHasher lanes, each over
+// every fourth pair of elements, then combined, so that a pass over a large
+// tensor is not one chain of dependent multiplies (numeric mode digests every
+// input and every checked output).
+uint64_t DigestBits(std::span<const uint32_t> bits) {
+  // Each lane is a multiply-xorshift over its words (FNV-1a on 64-bit words,
+  // as Trace::Add), finished by StableHasher's full mix.
+  uint64_t lane[4] = {1, 2, 3, 4};
+  const size_t n = bits.size();
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    for (size_t l = 0; l < 4; ++l) {
+      lane[l] = (lane[l] ^ (static_cast<uint64_t>(bits[i + 2 * l]) << 32 | bits[i + 2 * l + 1])) *
+                0x100000001b3ull;
+      lane[l] ^= lane[l] >> 29;
+    }
+  }
+  StableHasher h(n);
+  for (; i < n; ++i) h.Add(bits[i]);
+  for (uint64_t l : lane) h.Add(l);
+  return h.digest();
+}
+
+uint8_t ScanFlags(std::span<const uint32_t> bits, proto::Elem e) {
   // The element type's masks once, then a branch-free pass the compiler can
   // vectorise: a −0, and a negative subnormal (sign set, exponent zero,
   // mantissa not zero: proto::IsSubnormalBits).
@@ -41,12 +82,15 @@ std::vector<uint32_t> NumericInput(const SimContext& ctx, int rank, uint64_t ins
   StableHasher base(ctx.seed);
   base.Add(static_cast<uint64_t>(rank)).Add(instance);
   const uint64_t stream = base.digest();
-  for (int64_t i = 0; i < elems; ++i) {
-    const uint64_t h = StableHasher::Mix(stream + static_cast<uint64_t>(i) * 0x9e3779b97f4a7c15ull);
-    // Uniform in [-1, 1) with 24 random bits, then rounded to the element type.
-    const float f = static_cast<float>(static_cast<double>(h >> 40) / 8388608.0 - 1.0);
-    bits[static_cast<size_t>(i)] = proto::FromFloat(f, ctx.elem);
-  }
+  WithElem(ctx.elem, [&](auto elem) {
+    for (int64_t i = 0; i < elems; ++i) {
+      const uint64_t h =
+          StableHasher::Mix(stream + static_cast<uint64_t>(i) * 0x9e3779b97f4a7c15ull);
+      // Uniform in [-1, 1) with 24 random bits, then rounded to the element type.
+      const float f = static_cast<float>(static_cast<double>(h >> 40) / 8388608.0 - 1.0);
+      bits[static_cast<size_t>(i)] = proto::FromFloat(f, elem);
+    }
+  });
   // Injected element classes land at fixed, seed-independent places of
   // their range: its first element and its middle.
   const int64_t first = std::min(injected.first, elems);
@@ -77,10 +121,10 @@ SimTensor MakeInput(SimContext& ctx, int rank, uint64_t instance, int64_t elems,
     if (flags != 0) ctx.injected_inputs[{rank, instance}] = injected;
     std::vector<uint32_t> bits = NumericInput(ctx, rank, instance, elems, injected);
     v.flags = ScanFlags(bits, ctx.elem);
-    StableHasher h;
-    for (uint32_t b : bits) h.Add(b);
-    v.bits = h.digest();
+    v.bits = DigestBits(bits);
     v.numeric = ctx.numeric.Add(std::move(bits));
+    // Kept for the reference the checks build from every contribution.
+    ctx.latest_inputs[static_cast<size_t>(rank)] = {instance, v.numeric};
     t.runs.Write(Run{0, elems, v, 0, ctx.Clock(rank), rank});
     return t;
   }
@@ -186,14 +230,21 @@ void AccumulatorAdd(SimContext& ctx, Accumulator& acc, const SimChunk& chunk) {
       if (shifted) seg.sum.flags |= kShifted;
     }
     if (ctx.numeric_mode && v.numeric != nullptr) {
-      const std::vector<uint32_t>& bits = *v.numeric;
-      for (int64_t k = 0; k < p.len; ++k) {
-        const auto at = static_cast<size_t>(offset + k);
-        const float x =
-            proto::ToFloat(bits[static_cast<size_t>(p.src + k - v.numeric_base)], ctx.elem);
-        const float s = first ? x : acc.values[at] + x;
-        acc.values[at] = acc.fp32 ? s : proto::ToFloat(proto::FromFloat(s, ctx.elem), ctx.elem);
-      }
+      const uint32_t* in = v.numeric->data() + (p.src - v.numeric_base);
+      float* sum = acc.values.data() + offset;
+      WithElem(ctx.elem, [&](auto elem) {
+        if (first) {
+          for (int64_t k = 0; k < p.len; ++k) sum[k] = proto::ToFloat(in[k], elem);
+        } else if (acc.fp32) {
+          for (int64_t k = 0; k < p.len; ++k) sum[k] += proto::ToFloat(in[k], elem);
+        } else {
+          // Rounded to the element type after every add.
+          for (int64_t k = 0; k < p.len; ++k) {
+            sum[k] = proto::ToFloat(proto::FromFloat(sum[k] + proto::ToFloat(in[k], elem), elem),
+                                    elem);
+          }
+        }
+      });
     }
     offset += p.len;
   }
@@ -208,7 +259,9 @@ SimChunk AccumulatorFinish(SimContext& ctx, const Accumulator& acc) {
   uint8_t numeric_flags = 0;
   if (ctx.numeric_mode) {
     std::vector<uint32_t> bits(acc.values.size());
-    for (size_t i = 0; i < bits.size(); ++i) bits[i] = proto::FromFloat(acc.values[i], ctx.elem);
+    WithElem(ctx.elem, [&](auto elem) {
+      for (size_t i = 0; i < bits.size(); ++i) bits[i] = proto::FromFloat(acc.values[i], elem);
+    });
     numeric_flags = ScanFlags(bits, ctx.elem);
     numeric = ctx.numeric.Add(std::move(bits));
   }
@@ -281,10 +334,9 @@ uint64_t ReductionChecker::OutputDigest(const SimContext& ctx, const SimTensor& 
   for (const Run& r : tensor.runs.runs()) {
     h.Add(r.value.bits ^ (static_cast<uint64_t>(r.begin) << 32) ^ static_cast<uint64_t>(r.end));
     if (ctx.numeric_mode && r.value.numeric != nullptr) {
-      const std::vector<uint32_t>& bits = *r.value.numeric;
-      for (int64_t k = 0; k < r.end - r.begin; ++k) {
-        h.Add(bits[static_cast<size_t>(r.src + k - r.value.numeric_base)]);
-      }
+      h.Add(DigestBits(std::span<const uint32_t>(*r.value.numeric)
+                           .subspan(static_cast<size_t>(r.src - r.value.numeric_base),
+                                    static_cast<size_t>(r.end - r.begin))));
     }
   }
   return h.digest();
@@ -430,30 +482,55 @@ bool ReductionChecker::Check(SimContext& ctx, const ReductionCheck& c, const Sim
             injected == ctx.injected_inputs.end() ? InputInjection{} : injected->second;
         // The contribution's elements [origin, origin + elems): a slice of a
         // larger input when the checked tensor is (a reduce-scatter's rows).
-        std::vector<uint32_t> in =
-            NumericInput(ctx, r, c.instance, c.origin + c.elems, in_injected);
-        for (size_t i = 0; i < computed.sum.size(); ++i) {
-          const double x = static_cast<double>(
-              protocol::ToFloat(in[static_cast<size_t>(c.origin) + i], ctx.elem));
-          computed.sum[i] += x;
-          computed.magnitude[i] += std::fabs(x);
+        // The rank's own input array when it is the same one (its latest,
+        // of this length or, with nothing injected, a longer one: the
+        // injected elements' places depend on the length); else regenerated.
+        const SimContext::LatestInput& latest = ctx.latest_inputs[static_cast<size_t>(r)];
+        const auto needed = static_cast<size_t>(c.origin + c.elems);
+        const bool reuse = latest.instance == c.instance && latest.bits != nullptr &&
+                           (latest.bits->size() == needed ||
+                            (injected == ctx.injected_inputs.end() && latest.bits->size() > needed));
+        std::vector<uint32_t> regenerated;
+        if (!reuse) {
+          regenerated = NumericInput(ctx, r, c.instance, c.origin + c.elems, in_injected);
         }
+        const uint32_t* in = (reuse ? *latest.bits : regenerated).data() + c.origin;
+        double* sum = computed.sum.data();
+        double* magnitude = computed.magnitude.data();
+        WithElem(ctx.elem, [&](auto elem) {
+          for (size_t i = 0; i < computed.sum.size(); ++i) {
+            const double x = static_cast<double>(proto::ToFloat(in[i], elem));
+            sum[i] += x;
+            magnitude[i] += std::fabs(x);
+          }
+        });
       }
       agreement.references.push_back(std::move(computed));
       cached = agreement.references.end() - 1;
     }
     const std::vector<double>& ref = cached->sum;
     const std::vector<double>& mag = cached->magnitude;
+    const double n_eps = static_cast<double>(c.expected.size()) * eps;
     for (const Run& run : tensor.runs.runs()) {
       if (run.value.numeric == nullptr) continue;
-      const std::vector<uint32_t>& bits = *run.value.numeric;
-      for (int64_t e = run.begin; e < std::min(run.end, c.elems); ++e) {
-        const double got = static_cast<double>(protocol::ToFloat(
-            bits[static_cast<size_t>(run.src + (e - run.begin) - run.value.numeric_base)],
-            ctx.elem));
+      const uint32_t* bits = run.value.numeric->data() + (run.src - run.value.numeric_base);
+      const int64_t end = std::min(run.end, c.elems);
+      // One pass without an exit (it vectorises), then the first element
+      // out of tolerance, if any, is looked for.
+      const int64_t outside = WithElem(ctx.elem, [&](auto elem) {
+        int64_t n = 0;
+        for (int64_t e = run.begin; e < end; ++e) {
+          const double got = static_cast<double>(proto::ToFloat(bits[e - run.begin], elem));
+          n += static_cast<int64_t>(!(std::fabs(got - ref[static_cast<size_t>(e)]) <=
+                                      n_eps * mag[static_cast<size_t>(e)] + 1e-30));
+        }
+        return n;
+      });
+      if (outside == 0) continue;
+      for (int64_t e = run.begin; e < end; ++e) {
+        const double got = static_cast<double>(protocol::ToFloat(bits[e - run.begin], ctx.elem));
         const double want = ref[static_cast<size_t>(e)];
-        const double tol =
-            static_cast<double>(c.expected.size()) * eps * mag[static_cast<size_t>(e)] + 1e-30;
+        const double tol = n_eps * mag[static_cast<size_t>(e)] + 1e-30;
         if (!(std::fabs(got - want) <= tol)) {
           ctx.Report(Finding{Verdict::kDivergence,
                              absl::StrFormat("rank %d %s: element %d = %.8g, reference %.8g "

@@ -40,6 +40,7 @@ struct SimContext {
         exact(exact_provenance),
         numeric_mode(s.workload.data == DataMode::kNumeric),
         elem(static_cast<protocol::Elem>(s.dispatch.dtype)),
+        latest_inputs(numeric_mode ? static_cast<size_t>(l.world_size()) : 0),
         clock(static_cast<size_t>(l.world_size()), 0),
         trace(keep_trace) {}
 
@@ -70,6 +71,14 @@ struct SimContext {
   // What a fault injected into (rank, instance)'s numeric input, so that the
   // double-precision reference sums what the ranks really sent.
   std::map<std::pair<int, uint64_t>, InputInjection> injected_inputs;
+  // Numeric mode: each rank's latest input array (MakeInput), which the
+  // checks' reference reuses instead of regenerating it (numeric mode
+  // regenerated every contribution of every call once more).
+  struct LatestInput {
+    uint64_t instance = 0;
+    NumericArray bits;
+  };
+  std::vector<LatestInput> latest_inputs;
   std::vector<int64_t> clock;
   Trace trace;
   std::optional<Finding> finding;
