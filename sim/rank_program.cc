@@ -298,16 +298,15 @@ class SimHost {
     if (ctx_.stopped()) return false;
     if (nccl == nullptr) return !ctx_.stopped();  // a group of one rank: nothing to do
     SimComm* comm = nccl->comm();
-    std::vector<int64_t> counts;
-    for (int64_t r : rows) counts.push_back(r * hidden);
+    const std::shared_ptr<const std::vector<int64_t>> counts = run_.RowCounts(rows, hidden);
     const SimTensor in = std::move(data);
     data = SimTensor{};
     // Not a dispatched all-reduce: it goes straight to NCCL and is not on
     // the trace (which records the dispatch core's calls).
     if (op == RowCollective::kReduceScatter) {
-      comm->ReduceScatter(comm->MemberOf(rank_), ctx_.scenario.dispatch.dtype, in, counts, data);
+      comm->ReduceScatter(comm->MemberOf(rank_), ctx_.scenario.dispatch.dtype, in, *counts, data);
     } else {
-      comm->AllGatherRows(comm->MemberOf(rank_), ctx_.scenario.dispatch.dtype, in, counts, data);
+      comm->AllGatherRows(comm->MemberOf(rank_), ctx_.scenario.dispatch.dtype, in, *counts, data);
     }
     if (ctx_.stopped()) return false;
     if (const std::optional<int64_t> at = comm->TakeExpiry(comm->MemberOf(rank_))) {

@@ -11,6 +11,7 @@
 #include "dispatch/workspace.h"
 #include "sim/replica/call_count.h"
 #include "sim/runtime/fiber.h"
+#include "sim/scenario/hardware_model.h"
 
 namespace lockstep {
 namespace {
@@ -21,9 +22,14 @@ constexpr uint64_t kRankStateBytes = 4096;           // runtime, coordinators, c
 constexpr uint64_t kObjectRankBytes = 1024;          // backends of one group object, per rank
 constexpr uint64_t kOneShotPairBytes = 320;          // Lamport buffers + hops, per member pair
 constexpr uint64_t kTwoShotPairBytes = 896;          // two-shot: twice the pieces per buffer
-constexpr uint64_t kIdlePairBytes = 16;              // a workspace no call uses: its hops
+// A workspace no call pushes into (the fused kernel cannot reach its group):
+// measured ~5 bytes a member pair (one TP group of 16 384 ranks: 1.6 GB with
+// the workspace, 0.23 GB without), not yet traced to its allocation.
+constexpr uint64_t kIdlePairBytes = 8;
 constexpr uint64_t kCustomPairBytes = 64;            // per-block flags, per member pair
+constexpr int kCustomMaxWorld = 32;  // no custom all-reduce from here (serving_args.cc)
 constexpr uint64_t kCommMemberBytes = 512;           // NCCL communicator, per member
+constexpr uint64_t kDpPlanGroupBytes = 32;           // attention DP: per rank, per DP group
 constexpr uint64_t kDecisionBytes = 256;             // one CallLog (176 B) and vector growth
 constexpr uint64_t kTraceEventBytes = 224;           // TraceEvent (72 B), kept twice, growth
 constexpr uint64_t kExactContributionBytes = 32;     // one Contribution of an interned set
@@ -116,7 +122,14 @@ MemoryEstimate EstimateRunMemory(const Scenario& s, const ParallelLayout& layout
            Fiber::kDefaultStackBytes + kRankStateBytes + Mul(objects.size(), kObjectRankBytes)));
 
   // Groups: a fused workspace and a custom all-reduce hold state for every
-  // pair of members (each member's buffers receive every peer's pushes).
+  // pair of members (each member's buffers receive every peer's pushes) once
+  // calls use them. A group the fused kernel cannot reach (wider than it
+  // serves, or across the network) never pushes into its workspace: its
+  // members' state is all it holds; nor can a group of 32 ranks or more use
+  // a custom all-reduce (neither generation serves it: ChooseCustomGeneration),
+  // whose flags appear at a member's first barrier. A fault may bind a
+  // workspace to another group: with faults every workspace counts as used.
+  const HardwareModel hardware(s.hardware);
   uint64_t fused = 0, custom = 0, comms = 0;
   int largest_fused = 0, largest_custom = 0;
   // The MoE workspace's group under either policy (an upper bound).
@@ -144,7 +157,12 @@ MemoryEstimate EstimateRunMemory(const Scenario& s, const ParallelLayout& layout
       if (n <= 1) continue;
       const uint64_t pairs = Mul(static_cast<uint64_t>(n), static_cast<uint64_t>(n));
       comms = Add(comms, Mul(static_cast<uint64_t>(n), kCommMemberBytes));
-      if (workspaces > 0) {
+      const bool pushed_into =
+          !s.faults.empty() || hardware.FusedKernelReachable(layout.Peers(id));
+      if (workspaces > 0 && !pushed_into) {
+        fused = Add(fused, Mul(workspaces, Mul(pairs, kIdlePairBytes)));
+        largest_fused = std::max(largest_fused, n);
+      } else if (workspaces > 0) {
         // Two-shot splits each message among the members: twice the pieces.
         const uint64_t message = Mul(Mul(tokens, static_cast<uint64_t>(s.model.hidden)),
                                      static_cast<uint64_t>(DTypeSize(s.dispatch.dtype)));
@@ -159,7 +177,7 @@ MemoryEstimate EstimateRunMemory(const Scenario& s, const ParallelLayout& layout
         fused = Add(fused, Mul(pairs, kIdlePairBytes));
         largest_fused = std::max(largest_fused, n);
       }
-      if (has_custom) {
+      if (has_custom && n < kCustomMaxWorld) {
         custom = Add(custom, Mul(pairs, kCustomPairBytes));
         largest_custom = std::max(largest_custom, n);
       }
@@ -172,6 +190,15 @@ MemoryEstimate EstimateRunMemory(const Scenario& s, const ParallelLayout& layout
                        largest_custom),
        custom);
   part("NCCL communicators", comms);
+  // Attention DP: every rank holds its step's batch plan, a few counts per
+  // attention-DP group (the gathered token counts, the groups' rows and the
+  // per-member row lists of its gathers and scatters): the square of the
+  // world when attention runs at TP 1 (measured: ~24 bytes a group per rank,
+  // wide EP at 2 048 to 16 384 ranks).
+  if (s.parallel.dp_attention && w.attn_dp > 1) {
+    part(absl::StrFormat("attention-DP batch plans (%d ranks x %d DP groups)", world, w.attn_dp),
+         Mul(world, Mul(static_cast<uint64_t>(w.attn_dp), kDpPlanGroupBytes)));
+  }
 
   // Records kept per call of every rank.
   const uint64_t calls = Mul(MaxCallsPerRank(s, w), world);

@@ -4,6 +4,7 @@
 #ifndef LOCKSTEP_SIM_SIM_RUN_H_
 #define LOCKSTEP_SIM_SIM_RUN_H_
 
+#include <algorithm>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -172,6 +173,25 @@ class SimRun {
   // Per rank: tokens added to what the workload says (a caller that passes
   // another shape on one rank; outside the dispatch contract).
   std::vector<int64_t> token_skew;
+  // The element counts of the latest rows collective (`rows` x `hidden`),
+  // shared by every member that posts the same ones: each member of a
+  // reduce-scatter or gather holds the list for the whole group while it
+  // waits, which copied per member is the square of the group's width.
+  std::shared_ptr<const std::vector<int64_t>> RowCounts(const std::vector<int64_t>& rows,
+                                                        int64_t hidden) {
+    const bool same = last_row_counts_ != nullptr && last_row_counts_->size() == rows.size() &&
+                      std::equal(rows.begin(), rows.end(), last_row_counts_->begin(),
+                                 [&](int64_t r, int64_t c) { return r * hidden == c; });
+    if (!same) {
+      auto counts = std::make_shared<std::vector<int64_t>>(rows.size());
+      for (size_t m = 0; m < rows.size(); ++m) (*counts)[m] = rows[m] * hidden;
+      last_row_counts_ = std::move(counts);
+    }
+    return last_row_counts_;
+  }
+
+ private:
+  std::shared_ptr<const std::vector<int64_t>> last_row_counts_;
 };
 
 // The body of rank `rank`'s fiber: the scenario's forward steps.

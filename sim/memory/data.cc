@@ -159,7 +159,12 @@ SimTensor SliceElements(const SimTensor& tensor, int64_t first, int64_t n) {
   SimTensor out;
   out.elems = n;
   out.origin = tensor.origin + first;
-  for (const Run& run : tensor.runs.runs()) {
+  // From the first run that reaches the slice (a gathered tensor holds a run
+  // per member: one rank's rows must not cost a scan of every member's).
+  const RunList::Runs& runs = tensor.runs.runs();
+  for (size_t i = tensor.runs.FirstEndingAfter(first); i < runs.size(); ++i) {
+    const Run& run = runs[i];
+    if (run.begin >= first + n) break;
     const int64_t begin = std::max(run.begin, first);
     const int64_t end = std::min(run.end, first + n);
     if (begin >= end) continue;

@@ -24,9 +24,23 @@ std::string_view CollectiveOpName(CollectiveOp op) {
 
 namespace {
 
+// Every member of a rows collective digests its list of the members' row
+// counts, as wide as the group: four independent multiply-xorshift lanes
+// (finished by StableHasher's full mix), so that the group's digests are not
+// the square of its width in dependent multiplies.
 uint64_t CountsDigest(const std::vector<int64_t>& counts) {
-  StableHasher h;
-  for (int64_t c : counts) h.Add(static_cast<uint64_t>(c));
+  uint64_t lane[4] = {1, 2, 3, 4};
+  const size_t n = counts.size();
+  size_t i = 0;
+  for (; i + 4 <= n; i += 4) {
+    for (size_t l = 0; l < 4; ++l) {
+      lane[l] = (lane[l] ^ static_cast<uint64_t>(counts[i + l])) * 0x100000001b3ull;
+      lane[l] ^= lane[l] >> 29;
+    }
+  }
+  StableHasher h(n);
+  for (; i < n; ++i) h.Add(static_cast<uint64_t>(counts[i]));
+  for (uint64_t l : lane) h.Add(l);
   return h.digest();
 }
 
@@ -136,24 +150,28 @@ void SimComm::Complete() {
   } else if (first.op == CollectiveOp::kReduceScatter) {
     // Member m's share, summed over every member in one fixed order.
     const std::vector<int64_t>& counts = *posts_.front().counts;
-    int64_t offset = 0;
-    for (size_t m = 0; m < posts_.size(); ++m) {
-      const int64_t count = counts[m];
-      Accumulator acc;
-      SimChunk chunk;
-      for (const Post& p : posts_) {
-        chunk.pieces.clear();
-        p.in->runs.Read(offset, offset + count, chunk);
-        chunk.len = count;
-        AccumulatorAdd(ctx_, acc, chunk);
+    if (ReduceScatterWholeInputs(counts, done)) {
+      // (Done without a pass per member; see ReduceScatterWholeInputs.)
+    } else {
+      int64_t offset = 0;
+      for (size_t m = 0; m < posts_.size(); ++m) {
+        const int64_t count = counts[m];
+        Accumulator acc;
+        SimChunk chunk;
+        for (const Post& p : posts_) {
+          chunk.pieces.clear();
+          p.in->runs.Read(offset, offset + count, chunk);
+          chunk.len = count;
+          AccumulatorAdd(ctx_, acc, chunk);
+        }
+        SimTensor& out = *posts_[m].out;
+        out.runs.Reset();
+        out.elems = count;
+        out.origin = posts_[m].in->origin + offset;
+        if (count > 0)
+          WriteChunk(out.runs, 0, Rebased(AccumulatorFinish(ctx_, acc), offset), done, ranks_[m]);
+        offset += count;
       }
-      SimTensor& out = *posts_[m].out;
-      out.runs.Reset();
-      out.elems = count;
-      out.origin = posts_[m].in->origin + offset;
-      if (count > 0)
-        WriteChunk(out.runs, 0, Rebased(AccumulatorFinish(ctx_, acc), offset), done, ranks_[m]);
-      offset += count;
     }
   } else if (first.op == CollectiveOp::kAllGatherRows) {
     const std::vector<int64_t>& counts = *posts_.front().counts;
@@ -166,19 +184,24 @@ void SimComm::Complete() {
       chunk.len = counts[m];
       parts.push_back(std::move(chunk));
     }
+    // The gathered rows, as every member receives them. Each member's copy
+    // differs only in its runs' writer, which nothing reads once a
+    // collective has landed (writers name the culprits of overlapping
+    // pushes into peer buffers): every member shares the first member's
+    // list, so a group's gather costs its width, not the width's square.
+    RunList gathered;
+    int64_t offset = 0;
+    for (size_t k = 0; k < parts.size(); ++k) {
+      if (counts[k] > 0) WriteChunk(gathered, offset, Rebased(parts[k], -offset), done, ranks_[0]);
+      offset += counts[k];
+    }
     for (size_t m = 0; m < posts_.size(); ++m) {
       SimTensor& out = *posts_[m].out;
-      out.runs.Reset();
+      out.runs = RunList::SharedWith(gathered);
       out.elems = total;
       // The members' rows are consecutive in group order: the gathered rows
       // begin where the first member's do.
       out.origin = posts_.front().in->origin;
-      int64_t offset = 0;
-      for (size_t k = 0; k < parts.size(); ++k) {
-        if (counts[k] > 0)
-          WriteChunk(out.runs, offset, Rebased(parts[k], -offset), done, ranks_[m]);
-        offset += counts[k];
-      }
     }
   } else {
     gathered_.clear();
@@ -303,6 +326,51 @@ std::string SimMailbox::DescribeWait(int rank, int64_t detail) const {
 
 std::vector<int> SimMailbox::WaitsOn(int, int64_t detail) const {
   return {static_cast<int>(detail)};
+}
+
+bool SimComm::ReduceScatterWholeInputs(const std::vector<int64_t>& counts, int64_t done) {
+  // Every member's share is the same sum over the members' inputs, element
+  // by element. When each input is one run over the whole buffer, one pass
+  // over the members gives that sum, and each share is its slice: what the
+  // pass per member computes (the same contributions, added in the same
+  // order), for the group's width instead of its square. Numeric mode keeps
+  // the pass per member: its element classes are scanned per share.
+  if (ctx_.numeric_mode) return false;
+  int64_t total = 0;
+  for (int64_t c : counts) total += c;
+  for (const Post& p : posts_) {
+    const RunList::Runs& runs = p.in->runs.runs();
+    if (runs.size() != 1 || runs[0].begin != 0 || runs[0].end < total || runs[0].src != 0 ||
+        (runs[0].value.flags & kShifted) != 0) {
+      return false;
+    }
+  }
+  Accumulator acc;
+  SimChunk chunk;
+  for (const Post& p : posts_) {
+    chunk.pieces.clear();
+    p.in->runs.Read(0, total, chunk);
+    chunk.len = total;
+    AccumulatorAdd(ctx_, acc, chunk);
+  }
+  const SimChunk sum = AccumulatorFinish(ctx_, acc);
+  int64_t offset = 0;
+  for (size_t m = 0; m < posts_.size(); ++m) {
+    const int64_t count = counts[m];
+    SimTensor& out = *posts_[m].out;
+    out.runs.Reset();
+    out.elems = count;
+    out.origin = posts_[m].in->origin + offset;
+    if (count > 0) {
+      SimChunk share = sum;
+      share.pieces.front().src = offset;
+      share.pieces.front().len = count;
+      share.len = count;
+      WriteChunk(out.runs, 0, Rebased(std::move(share), offset), done, ranks_[m]);
+    }
+    offset += count;
+  }
+  return true;
 }
 
 }  // namespace lockstep

@@ -86,6 +86,10 @@ class SimComm : public Waitable {
   // Posts the member's call; returns once the collective completed.
   void Arrive(int member, const Post& post);
   void Complete();
+  // A reduce-scatter of inputs that are each one run over the whole buffer:
+  // summed once for the group, every share a slice. Returns false (nothing
+  // done) for any other inputs.
+  bool ReduceScatterWholeInputs(const std::vector<int64_t>& counts, int64_t done);
 
   SimContext& ctx_;
   std::string name_;

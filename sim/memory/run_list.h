@@ -7,6 +7,7 @@
 #define LOCKSTEP_SIM_MEMORY_RUN_LIST_H_
 
 #include <cstdint>
+#include <memory>
 
 #include "absl/container/inlined_vector.h"
 #include "sim/memory/value.h"
@@ -26,6 +27,12 @@ class RunList {
  public:
   using Runs = absl::InlinedVector<Run, 1>;
 
+  RunList() = default;
+  // `other`'s runs, shared (not copied) until either list is written: an
+  // all-gather gives every member of a group the same rows, which copied
+  // would cost the group the square of its width.
+  static RunList SharedWith(RunList& other);
+
   // Stores `run`, overwriting whatever overlapped it.
   void Write(const Run& run);
   // Returns [begin, end) to the sentinel.
@@ -38,13 +45,19 @@ class RunList {
   bool Read(int64_t begin, int64_t end, SimChunk& out, int64_t* ready_ns = nullptr) const;
   // The first element of [begin, end) not covered by a run, or `end`.
   int64_t FirstGap(int64_t begin, int64_t end) const;
-  void Reset() { runs_.clear(); }
-  const Runs& runs() const { return runs_; }
+  void Reset() {
+    runs_.clear();
+    shared_.reset();
+  }
+  const Runs& runs() const { return shared_ != nullptr ? *shared_ : runs_; }
+  // Index into runs() of the first run whose end > pos.
+  size_t FirstEndingAfter(int64_t pos) const;
 
  private:
-  // Index of the first run whose end > pos.
-  size_t FirstEndingAfter(int64_t pos) const;
+  // The runs to write: a shared list is copied out first.
+  Runs& Mutable();
   Runs runs_;
+  std::shared_ptr<const Runs> shared_;  // set: the runs, shared with other lists
 };
 
 }  // namespace lockstep

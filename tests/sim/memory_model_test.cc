@@ -46,6 +46,32 @@ TEST(RunListTest, ClearLeavesTheSentinelAndReadsReportGaps) {
   EXPECT_FALSE(runs.Read(5, 25, chunk));
 }
 
+TEST(RunListTest, SharedListsReadAlikeAndAWriteCopiesOnlyTheWrittenOne) {
+  RunList gathered;
+  for (int64_t m = 0; m < 40; ++m) gathered.Write(MakeRun(m * 4, m * 4 + 4, static_cast<uint64_t>(100 + m)));
+  RunList a = RunList::SharedWith(gathered);
+  RunList b = RunList::SharedWith(gathered);
+  ASSERT_EQ(a.runs().size(), 40u);
+  EXPECT_EQ(&a.runs(), &b.runs()) << "one list, not copies";
+  EXPECT_EQ(&a.runs(), &gathered.runs());
+  SimChunk chunk;
+  ASSERT_TRUE(b.Read(38, 42, chunk));
+  ASSERT_EQ(chunk.pieces.size(), 2u);
+  EXPECT_EQ(chunk.pieces[1].value.key_sum, 110u);
+  EXPECT_EQ(b.FirstEndingAfter(41), 10u);
+  // A write to one copy leaves the others as they were.
+  a.Write(MakeRun(0, 160, 7));
+  ASSERT_EQ(a.runs().size(), 1u);
+  EXPECT_EQ(b.runs().size(), 40u);
+  EXPECT_EQ(gathered.runs()[5].value.key_sum, 105u);
+  b.Clear(0, 8);
+  EXPECT_EQ(b.runs().size(), 38u);
+  EXPECT_EQ(gathered.runs().size(), 40u);
+  gathered.Reset();
+  EXPECT_TRUE(gathered.runs().empty());
+  EXPECT_EQ(b.runs().size(), 38u);
+}
+
 TEST(LamportBufferTest, AlignedSlotsStayInTheSlotTable) {
   LamportBuffer b;
   for (int p = 0; p < 8; ++p) b.Write(MakeRun(p * 64, (p + 1) * 64, static_cast<uint64_t>(p + 1)));
