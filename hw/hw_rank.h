@@ -86,6 +86,10 @@ class HwRank : private CallHook {
   void* Input(const SiteRef& at, uint64_t instance, int64_t elems);
   void* InputRows(uint64_t instance, int64_t rows, int64_t hidden, int64_t first, int64_t n);
   void* Rows(void* const& data, int64_t first, int64_t n, int64_t hidden) const;
+  // One process per rank: nothing to share with.
+  std::shared_ptr<const std::vector<int64_t>> Shared(std::vector<int64_t> v) {
+    return std::make_shared<const std::vector<int64_t>>(std::move(v));
+  }
   bool Collective(const SiteRef& site, RowCollective op, GroupRole role,
                   const std::vector<int64_t>& rows, int64_t hidden, void*& data);
   bool Reduce(const SiteRef& site, GroupRole role, const TensorDesc& desc, void*& data,

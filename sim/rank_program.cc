@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "kernels/protocol/one_shot.h"
@@ -231,8 +232,9 @@ class SimHost {
             rank_, ws->name()));
         continue;
       }
-      if (!Exchange(*comm, local_ok ? 1 : 0,
-                    absl::StrFormat("the set-up of fusion workspace %s", ws->name()))) {
+      if (!Exchange(*comm, local_ok ? 1 : 0, [&] {
+            return absl::StrFormat("the set-up of fusion workspace %s", ws->name());
+          })) {
         return false;
       }
     }
@@ -298,7 +300,7 @@ class SimHost {
     if (ctx_.stopped()) return false;
     if (nccl == nullptr) return !ctx_.stopped();  // a group of one rank: nothing to do
     SimComm* comm = nccl->comm();
-    const std::shared_ptr<const std::vector<int64_t>> counts = run_.RowCounts(rows, hidden);
+    const std::shared_ptr<const RowCounts> counts = run_.RowCountsOf(rows, hidden);
     const SimTensor in = std::move(data);
     data = SimTensor{};
     // Not a dispatched all-reduce: it goes straight to NCCL and is not on
@@ -319,6 +321,10 @@ class SimHost {
       return false;
     }
     return true;
+  }
+
+  std::shared_ptr<const std::vector<int64_t>> Shared(std::vector<int64_t> v) {
+    return run_.Shared(std::move(v));
   }
 
   bool Check(const SiteRef& site, uint64_t instance, const ExpectedRanks& expected,
@@ -403,7 +409,10 @@ class SimHost {
   // A host-level exchange of one value per member over `comm` (`what` names
   // it if a peer misses the deadline); every member's value, in the
   // communicator's order, into `values` when given.
-  bool Exchange(SimComm& comm, int64_t mine, const std::string& what,
+  // `what` names the exchange in a missed deadline's report; it is made only
+  // then (a workspace's name lists its group: formatted by every member of a
+  // wide group and held while it waits, it cost the square of the width).
+  bool Exchange(SimComm& comm, int64_t mine, absl::FunctionRef<std::string()> what,
                 std::vector<int64_t>* values = nullptr) {
     ctx_.scheduler.Yield();
     const std::shared_ptr<const std::vector<int64_t>> all =
@@ -412,7 +421,7 @@ class SimHost {
     if (const std::optional<int64_t> at = comm.TakeExpiry(comm.MemberOf(rank_))) {
       ctx_.Report(BoundedWaitFinding(
           rank_, nullptr,
-          protocol::PeerMissedDeadline(absl::StrFormat("%s over %s", what, comm.name())), *at));
+          protocol::PeerMissedDeadline(absl::StrFormat("%s over %s", what(), comm.name())), *at));
       return false;
     }
     if (values != nullptr && all != nullptr) *values = *all;
@@ -438,7 +447,10 @@ class SimHost {
     std::vector<int64_t> counts;
     if (!Exchange(
             comm, static_cast<int64_t>(mine.size()),
-            absl::StrFormat("the graph input registration of custom all-reduce %s", ar.name()),
+            [&] {
+              return absl::StrFormat("the graph input registration of custom all-reduce %s",
+                                     ar.name());
+            },
             &counts)) {
       return false;
     }

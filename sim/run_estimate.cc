@@ -23,13 +23,12 @@ constexpr uint64_t kObjectRankBytes = 1024;          // backends of one group ob
 constexpr uint64_t kOneShotPairBytes = 320;          // Lamport buffers + hops, per member pair
 constexpr uint64_t kTwoShotPairBytes = 896;          // two-shot: twice the pieces per buffer
 // A workspace no call pushes into (the fused kernel cannot reach its group):
-// measured ~5 bytes a member pair (one TP group of 16 384 ranks: 1.6 GB with
-// the workspace, 0.23 GB without), not yet traced to its allocation.
-constexpr uint64_t kIdlePairBytes = 8;
+// its members' state (one TP group of 16 384 ranks: 257 MB with the
+// workspace, 232 MB without).
+constexpr uint64_t kIdleMemberBytes = 2048;
 constexpr uint64_t kCustomPairBytes = 64;            // per-block flags, per member pair
 constexpr int kCustomMaxWorld = 32;  // no custom all-reduce from here (serving_args.cc)
 constexpr uint64_t kCommMemberBytes = 512;           // NCCL communicator, per member
-constexpr uint64_t kDpPlanGroupBytes = 32;           // attention DP: per rank, per DP group
 constexpr uint64_t kDecisionBytes = 256;             // one CallLog (176 B) and vector growth
 constexpr uint64_t kTraceEventBytes = 224;           // TraceEvent (72 B), kept twice, growth
 constexpr uint64_t kExactContributionBytes = 32;     // one Contribution of an interned set
@@ -160,8 +159,7 @@ MemoryEstimate EstimateRunMemory(const Scenario& s, const ParallelLayout& layout
       const bool pushed_into =
           !s.faults.empty() || hardware.FusedKernelReachable(layout.Peers(id));
       if (workspaces > 0 && !pushed_into) {
-        fused = Add(fused, Mul(workspaces, Mul(pairs, kIdlePairBytes)));
-        largest_fused = std::max(largest_fused, n);
+        fused = Add(fused, Mul(workspaces, Mul(static_cast<uint64_t>(n), kIdleMemberBytes)));
       } else if (workspaces > 0) {
         // Two-shot splits each message among the members: twice the pieces.
         const uint64_t message = Mul(Mul(tokens, static_cast<uint64_t>(s.model.hidden)),
@@ -173,32 +171,23 @@ MemoryEstimate EstimateRunMemory(const Scenario& s, const ParallelLayout& layout
                     Mul(workspaces, Mul(pairs, two_shot ? kTwoShotPairBytes : kOneShotPairBytes)));
         largest_fused = std::max(largest_fused, n);
       }
-      if (idle_workspaces > 0) {
-        fused = Add(fused, Mul(pairs, kIdlePairBytes));
-        largest_fused = std::max(largest_fused, n);
-      }
+      if (idle_workspaces > 0) fused = Add(fused, Mul(static_cast<uint64_t>(n), kIdleMemberBytes));
       if (has_custom && n < kCustomMaxWorld) {
         custom = Add(custom, Mul(pairs, kCustomPairBytes));
         largest_custom = std::max(largest_custom, n);
       }
     }
   }
-  part(absl::StrFormat("fused workspaces (largest group %d ranks; grows with its square)",
-                       largest_fused),
+  part(largest_fused > 0
+           ? absl::StrFormat("fused workspaces (largest group %d ranks; grows with its square)",
+                             largest_fused)
+           : std::string("fused workspaces (no group the fused kernels reach)"),
        fused);
   part(absl::StrFormat("custom all-reduce flags (largest group %d ranks; grows with its square)",
                        largest_custom),
        custom);
   part("NCCL communicators", comms);
-  // Attention DP: every rank holds its step's batch plan, a few counts per
-  // attention-DP group (the gathered token counts, the groups' rows and the
-  // per-member row lists of its gathers and scatters): the square of the
-  // world when attention runs at TP 1 (measured: ~24 bytes a group per rank,
-  // wide EP at 2 048 to 16 384 ranks).
-  if (s.parallel.dp_attention && w.attn_dp > 1) {
-    part(absl::StrFormat("attention-DP batch plans (%d ranks x %d DP groups)", world, w.attn_dp),
-         Mul(world, Mul(static_cast<uint64_t>(w.attn_dp), kDpPlanGroupBytes)));
-  }
+
 
   // Records kept per call of every rank.
   const uint64_t calls = Mul(MaxCallsPerRank(s, w), world);

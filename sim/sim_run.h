@@ -5,6 +5,7 @@
 #define LOCKSTEP_SIM_SIM_RUN_H_
 
 #include <algorithm>
+#include <array>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -177,21 +178,34 @@ class SimRun {
   // shared by every member that posts the same ones: each member of a
   // reduce-scatter or gather holds the list for the whole group while it
   // waits, which copied per member is the square of the group's width.
-  std::shared_ptr<const std::vector<int64_t>> RowCounts(const std::vector<int64_t>& rows,
-                                                        int64_t hidden) {
-    const bool same = last_row_counts_ != nullptr && last_row_counts_->size() == rows.size() &&
-                      std::equal(rows.begin(), rows.end(), last_row_counts_->begin(),
-                                 [&](int64_t r, int64_t c) { return r * hidden == c; });
+  // `v`, or an equal list already shared (the last few kept): the lists as
+  // long as a TP group that every rank holds while it waits (attention DP's
+  // batch plans and row lists).
+  std::shared_ptr<const std::vector<int64_t>> Shared(std::vector<int64_t> v) {
+    for (const std::shared_ptr<const std::vector<int64_t>>& kept : shared_lists_) {
+      if (kept != nullptr && *kept == v) return kept;
+    }
+    auto made = std::make_shared<const std::vector<int64_t>>(std::move(v));
+    shared_lists_[next_shared_++ % shared_lists_.size()] = made;
+    return made;
+  }
+  std::shared_ptr<const RowCounts> RowCountsOf(const std::vector<int64_t>& rows, int64_t hidden) {
+    const bool same =
+        last_row_counts_ != nullptr && last_row_counts_->counts.size() == rows.size() &&
+        std::equal(rows.begin(), rows.end(), last_row_counts_->counts.begin(),
+                   [&](int64_t r, int64_t c) { return r * hidden == c; });
     if (!same) {
-      auto counts = std::make_shared<std::vector<int64_t>>(rows.size());
-      for (size_t m = 0; m < rows.size(); ++m) (*counts)[m] = rows[m] * hidden;
-      last_row_counts_ = std::move(counts);
+      std::vector<int64_t> counts(rows.size());
+      for (size_t m = 0; m < rows.size(); ++m) counts[m] = rows[m] * hidden;
+      last_row_counts_ = std::make_shared<const RowCounts>(std::move(counts));
     }
     return last_row_counts_;
   }
 
  private:
-  std::shared_ptr<const std::vector<int64_t>> last_row_counts_;
+  std::shared_ptr<const RowCounts> last_row_counts_;
+  std::array<std::shared_ptr<const std::vector<int64_t>>, 4> shared_lists_;
+  size_t next_shared_ = 0;
 };
 
 // The body of rank `rank`'s fiber: the scenario's forward steps.

@@ -24,6 +24,11 @@ std::string_view CollectiveOpName(CollectiveOp op) {
 
 namespace {
 
+// From this many pieces up, an all-reduce's members share its result's list
+// (RunList::SharedWith); below, each gets its own, which costs less than
+// sharing for the usual sum of one piece.
+constexpr size_t kSharedResultPieces = 8;
+
 // Every member of a rows collective digests its list of the members' row
 // counts, as wide as the group: four independent multiply-xorshift lanes
 // (finished by StableHasher's full mix), so that the group's digests are not
@@ -142,10 +147,22 @@ void SimComm::Complete() {
       AccumulatorAdd(ctx_, acc, chunk);
     }
     const SimChunk sum = AccumulatorFinish(ctx_, acc);
-    for (size_t m = 0; m < posts_.size(); ++m) {
-      posts_[m].out->runs.Reset();
-      posts_[m].out->elems = first.count;
-      WriteChunk(posts_[m].out->runs, 0, sum, done, ranks_[m]);
+    if (sum.pieces.size() > kSharedResultPieces) {
+      // A sum of many pieces (an all-reduce of gathered rows: a piece per
+      // group) is one list every member shares, as an all-gather's result:
+      // a copy per member would cost the group the square of its width.
+      RunList result;
+      WriteChunk(result, 0, sum, done, ranks_[0]);
+      for (const Post& p : posts_) {
+        p.out->runs = RunList::SharedWith(result);
+        p.out->elems = first.count;
+      }
+    } else {
+      for (size_t m = 0; m < posts_.size(); ++m) {
+        posts_[m].out->runs.Reset();
+        posts_[m].out->elems = first.count;
+        WriteChunk(posts_[m].out->runs, 0, sum, done, ranks_[m]);
+      }
     }
   } else if (first.op == CollectiveOp::kReduceScatter) {
     // Member m's share, summed over every member in one fixed order.
@@ -230,25 +247,27 @@ void SimComm::AllReduce(int member, DType dtype, const SimTensor& in, SimTensor&
   Arrive(member, p);
 }
 
-void SimComm::ReduceScatter(int member, DType dtype, const SimTensor& in,
-                            const std::vector<int64_t>& counts, SimTensor& out) {
+RowCounts::RowCounts(std::vector<int64_t> c) : counts(std::move(c)), digest(CountsDigest(counts)) {}
+
+void SimComm::ReduceScatter(int member, DType dtype, const SimTensor& in, const RowCounts& counts,
+                            SimTensor& out) {
   Post p;
-  p.contract = {CollectiveOp::kReduceScatter, in.elems, dtype, -1, CountsDigest(counts)};
+  p.contract = {CollectiveOp::kReduceScatter, in.elems, dtype, -1, counts.digest};
   p.in = &in;
   p.out = &out;
-  p.counts = &counts;
+  p.counts = &counts.counts;
   Arrive(member, p);
 }
 
-void SimComm::AllGatherRows(int member, DType dtype, const SimTensor& in,
-                            const std::vector<int64_t>& counts, SimTensor& out) {
+void SimComm::AllGatherRows(int member, DType dtype, const SimTensor& in, const RowCounts& counts,
+                            SimTensor& out) {
   int64_t total = 0;
-  for (int64_t c : counts) total += c;
+  for (int64_t c : counts.counts) total += c;
   Post p;
-  p.contract = {CollectiveOp::kAllGatherRows, total, dtype, -1, CountsDigest(counts)};
+  p.contract = {CollectiveOp::kAllGatherRows, total, dtype, -1, counts.digest};
   p.in = &in;
   p.out = &out;
-  p.counts = &counts;
+  p.counts = &counts.counts;
   Arrive(member, p);
 }
 

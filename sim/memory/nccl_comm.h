@@ -38,6 +38,16 @@ struct CollectiveContract {
   friend bool operator==(const CollectiveContract&, const CollectiveContract&) = default;
 };
 
+
+// The element counts of a rows collective, one per member in the group's
+// order, with their digest (what members compare: NCCL assumes they agree).
+// Members that pass equal lists may share one (SimRun::RowCountsOf).
+struct RowCounts {
+  explicit RowCounts(std::vector<int64_t> c);
+  std::vector<int64_t> counts;
+  uint64_t digest = 0;
+};
+
 class SimComm : public Waitable {
  public:
   SimComm(SimContext& ctx, std::string name, std::vector<int> ranks);
@@ -54,12 +64,12 @@ class SimComm : public Waitable {
   // Blocking reduce-scatter(v): member m gets elements
   // [sum(counts[:m]), + counts[m]) of the members' `in`, summed in ring
   // order; `in` holds sum(counts) elements on every member.
-  void ReduceScatter(int member, DType dtype, const SimTensor& in,
-                     const std::vector<int64_t>& counts, SimTensor& out);
+  void ReduceScatter(int member, DType dtype, const SimTensor& in, const RowCounts& counts,
+                     SimTensor& out);
   // Blocking all-gather(v): every member gets the members' `in`
   // (counts[m] elements each), concatenated in member order.
-  void AllGatherRows(int member, DType dtype, const SimTensor& in,
-                     const std::vector<int64_t>& counts, SimTensor& out);
+  void AllGatherRows(int member, DType dtype, const SimTensor& in, const RowCounts& counts,
+                     SimTensor& out);
 
   // Set by the last call `member` made when the watchdog ended it: the
   // virtual time its deadline passed (a peer joined more than the scenario's

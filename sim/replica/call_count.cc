@@ -1,8 +1,10 @@
 #include "sim/replica/call_count.h"
 
 #include <algorithm>
+#include <memory>
 #include <optional>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "dispatch/rank_local_state.h"
@@ -80,6 +82,9 @@ class CountingHost {
     return true;
   }
   bool Check(const SiteRef&, uint64_t, const ExpectedRanks&, const Data&) { return true; }
+  std::shared_ptr<const std::vector<int64_t>> Shared(std::vector<int64_t> v) {
+    return std::make_shared<const std::vector<int64_t>>(std::move(v));
+  }
 
   int64_t calls() const { return calls_; }
 

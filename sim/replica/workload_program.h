@@ -34,6 +34,10 @@
 //   // group's order): reduce-scatter(v) or all-gather of rows. `data` is replaced.
 //   bool Collective(const SiteRef&, RowCollective, GroupRole, const std::vector<int64_t>& rows,
 //                   int64_t hidden, Data&);
+//   // `v`, or an equal list the host already holds for another rank: lists
+//   // as long as the TP group (row counts, attention-DP batch plans) that
+//   // every rank keeps while it waits would otherwise cost the world's square.
+//   std::shared_ptr<const std::vector<int64_t>> Shared(std::vector<int64_t> v);
 //   // Rows [first, first + n) of `data`.
 //   Data Rows(const Data&, int64_t first, int64_t n, int64_t hidden);
 //   // Whether `data` is the reduction of `expected`'s inputs for `instance`.
@@ -59,6 +63,7 @@
 #include <optional>
 #include <span>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "dispatch/fused_launch.h"
@@ -246,7 +251,7 @@ class WorkloadProgram {
       host_.BeginGraph(CallPhase::kCapture, *it);
       std::vector<int64_t> counts;
       if (w_.DpAttention()) counts.assign(static_cast<size_t>(w_.tp), *it);
-      if (!Forward(kCaptureStep, *it, counts)) return false;
+      if (!Forward(kCaptureStep, *it, std::move(counts))) return false;
       host_.EndGraph();
     }
     // One registration per communicator, once every size is captured
@@ -349,8 +354,8 @@ class WorkloadProgram {
             per_member.push_back(pieces[static_cast<size_t>(r % w_.attn_tp)]);
           }
         }
-        if (!host_.Collective(site, RowCollective::kAllGather, GroupRole::kTp, per_member, Hidden(),
-                              data)) {
+        if (!host_.Collective(site, RowCollective::kAllGather, GroupRole::kTp,
+                              *host_.Shared(std::move(per_member)), Hidden(), data)) {
           return false;
         }
         break;
@@ -389,11 +394,11 @@ class WorkloadProgram {
     // Reduce-scatterv gives one member per attention-DP group (tp ==
     // attn_dp) its own tokens, of a buffer laid out as SUM_LEN.
     int64_t sum = 0;
-    for (int64_t t : dp_.group_rows) sum += t;
+    for (int64_t t : *group_rows_) sum += t;
     const int64_t rows = exit.kind == ExitKind::kReduceScatterV ? sum : dp_.global_rows;
     Data data = host_.Input(site, owed.Instance(), rows * Hidden());
     if (exit.kind == ExitKind::kReduceScatterV) {
-      if (!host_.Collective(site, RowCollective::kReduceScatter, exit.group, dp_.group_rows,
+      if (!host_.Collective(site, RowCollective::kReduceScatter, exit.group, *group_rows_,
                             Hidden(), data)) {
         return false;
       }
@@ -405,7 +410,8 @@ class WorkloadProgram {
       const int64_t share = rows / w_.tp;
       std::vector<int64_t> shares(static_cast<size_t>(w_.tp), share);
       shares.back() += rows - share * w_.tp;
-      if (!host_.Collective(site, RowCollective::kReduceScatter, GroupRole::kTp, shares, Hidden(),
+      const std::shared_ptr<const std::vector<int64_t>> shared = host_.Shared(std::move(shares));
+      if (!host_.Collective(site, RowCollective::kReduceScatter, GroupRole::kTp, *shared, Hidden(),
                             data)) {
         return false;
       }
@@ -413,7 +419,7 @@ class WorkloadProgram {
         std::vector<int64_t> group_shares;
         const int first = attn_dp_index_ * w_.attn_cp * w_.attn_tp;
         for (int t = 0; t < w_.attn_tp; ++t) {
-          group_shares.push_back(shares[static_cast<size_t>(first + t)]);
+          group_shares.push_back((*shared)[static_cast<size_t>(first + t)]);
         }
         if (!host_.Collective(site, RowCollective::kAllGather, GroupRole::kAttnTp, group_shares,
                               Hidden(), data)) {
@@ -496,14 +502,16 @@ class WorkloadProgram {
       std::fill(counts.begin(), counts.end(), *graph);
       host_.BeginGraph(CallPhase::kReplay, *graph);
     }
-    if (!Forward(step, t_dp, counts)) return false;
+    if (!Forward(step, t_dp, std::move(counts))) return false;
     if (graph) host_.EndGraph();
     return Draft(step, batch);
   }
 
   // The model's forward pass over a batch of `t_dp` tokens per attention-DP
   // group (`counts`: every TP member's group's count, under attention DP).
-  bool Forward(int step, int64_t t_dp, const std::vector<int64_t>& counts) {
+  // `counts` is released once the batch is planned: a rank waits in the
+  // step's collectives holding the plan (shared), not the group's counts.
+  bool Forward(int step, int64_t t_dp, std::vector<int64_t> counts) {
     int64_t t_moe = t_dp;
     const int last_stage = w_.pp - 1;
     const DispatchPolicy& policy = host_.Policy();
@@ -528,8 +536,10 @@ class WorkloadProgram {
       batch.row_bytes = Hidden() * DTypeSize(Dtype());
       dp_ = policy.PlanDpBatch(batch, w_.attn_tp, attn_dp_index_, host_.Local());
       dp_.global_rows = std::max<int64_t>(1, dp_.global_rows);
-      if (dp_.group_rows.empty()) dp_.group_rows = batch.tokens;
+      if (dp_.group_rows.empty()) dp_.group_rows = std::move(batch.tokens);
+      group_rows_ = host_.Shared(std::exchange(dp_.group_rows, {}));
       t_moe = dp_.global_rows;
+      std::vector<int64_t>().swap(counts);
     }
 
     if (stage_ == 0) {
@@ -708,7 +718,11 @@ class WorkloadProgram {
   ExpectedRanks gather_writers_;
   bool writes_gather_ = false;
   // This step's attention-DP layout (gather false: none).
-  DpBatchPlan dp_;
+  DpBatchPlan dp_;  // its group_rows moved to group_rows_
+  // Rows of each attention-DP group's slot, shared with the other ranks of
+  // the step (Host::Shared).
+  std::shared_ptr<const std::vector<int64_t>> group_rows_ =
+      std::make_shared<const std::vector<int64_t>>();
 };
 
 }  // namespace lockstep
