@@ -241,6 +241,51 @@ BENCHMARK(BM_SimVersusOpenMpi)
     ->Iterations(1)
     ->Unit(benchmark::kMillisecond);
 
+// Numeric data mode against provenance (symbolic) on one layout, same run: a Llama-3-70B
+// sized dense model (hidden 8192, bf16) at TP 8 with the fused kernels, 4
+// steps of 1, 8, 16 and 300 tokens over 4 layers (tp8-llama3-h200's
+// workload). `ratio` = numeric time / symbolic time (goal: within 5x);
+// set-up excluded, verdicts checked.
+double RunSeconds(const Scenario& s) {
+  absl::StatusOr<ParallelLayout> layout = ParallelLayout::Build(s.parallel);
+  if (!layout.ok()) return 0;
+  DispatchPolicy policy;
+  SimOptions o;
+  o.keep_trace = false;
+  SimRun run(s, *layout, policy, o);
+  if (!run.Setup().ok()) return 0;
+  const auto start = std::chrono::steady_clock::now();
+  run.Execute();
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return run.Analyze().verdict == Verdict::kClean ? seconds : 0;
+}
+
+void BM_NumericVersusSymbolic(benchmark::State& state) {
+  Scenario s = ThroughputScenario(8, /*fused=*/true, 4);
+  s.model.hidden = 8192;
+  s.model.layers = 4;
+  s.dispatch.dtype = DType::kBf16;
+  s.dispatch.max_tokens = 256;
+  s.workload.tokens = {1, 8, 16, 300};
+  double symbolic = 0, numeric = 0;
+  for (auto _ : state) {
+    s.workload.data = DataMode::kProvenance;
+    symbolic = RunSeconds(s);
+    s.workload.data = DataMode::kNumeric;
+    numeric = RunSeconds(s);
+  }
+  if (symbolic == 0 || numeric == 0) {
+    state.SkipWithError("a run did not end clean");
+    return;
+  }
+  state.counters["symbolic_ms"] = symbolic * 1e3;
+  state.counters["numeric_ms"] = numeric * 1e3;
+  state.counters["ratio"] = numeric / symbolic;
+  state.SetLabel("tp8, hidden 8192, tokens 1/8/16/300, 4 layers x 4 steps");
+}
+BENCHMARK(BM_NumericVersusSymbolic)->Iterations(1)->Unit(benchmark::kMillisecond);
+
 // Wall time from the moment no rank can run to the finished hang report
 // (wait-for graph, first divergent decision): report_us. Goal: <= 1 ms at
 // world 512, <= 10 ms at 4096. teardown_us: ending the blocked ranks' fibers
