@@ -324,6 +324,7 @@ int RunExplore(std::span<const std::string> args, std::ostream& out, std::ostrea
   {
     SimOptions run_options;
     run_options.keep_trace = false;
+    run_options.policy = options.policy;  // the estimate depends on it
     // A time-budgeted run keeps as many outcomes as it has time for; the
     // budget covers the runs at once.
     const uint64_t runs =
@@ -644,6 +645,9 @@ int RunMutants(std::span<const std::string> args, std::ostream& out, std::ostrea
   {
     SimOptions run_options;
     run_options.keep_trace = false;
+    // Every mutant runs: estimated as a policy that may skip the workspace
+    // vote (EstimateRunMemory counts every workspace as used).
+    run_options.policy = "mutants";
     uint64_t fit = 0;
     if (absl::Status s = CheckRunsFit(*scenarios, run_options, static_cast<uint64_t>(jobs), 0, "",
                                       *budget, &fit);

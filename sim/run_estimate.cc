@@ -8,6 +8,7 @@
 #include "dispatch/dtype.h"
 #include "dispatch/fused_launch.h"
 #include "dispatch/layer_boundary.h"
+#include "dispatch/pr30700_policy.h"
 #include "dispatch/workspace.h"
 #include "sim/replica/call_count.h"
 #include "sim/runtime/fiber.h"
@@ -122,13 +123,18 @@ MemoryEstimate EstimateRunMemory(const Scenario& s, const ParallelLayout& layout
 
   // Groups: a fused workspace and a custom all-reduce hold state for every
   // pair of members (each member's buffers receive every peer's pushes) once
-  // calls use them. A group the fused kernel cannot reach (wider than it
-  // serves, or across the network) never pushes into its workspace: its
-  // members' state is all it holds; nor can a group of 32 ranks or more use
-  // a custom all-reduce (neither generation serves it: ChooseCustomGeneration),
-  // whose flags appear at a member's first barrier. A fault may bind a
-  // workspace to another group: with faults every workspace counts as used.
+  // calls use them. Under a policy that votes a workspace's initialisation
+  // across its members (SGLang's, PR #30700's), a group the fused kernel
+  // cannot reach (wider than it serves, or across the network) fails the
+  // vote and never pushes into its workspace: its members' state is all it
+  // holds. Mutants may skip the vote (init-failure-without-vote), and a
+  // fault may bind a workspace to another group: then every workspace counts
+  // as used. No group of 32 ranks or more can use a custom all-reduce under
+  // any policy (CustomPredicatesHold), whose flags appear at a member's first
+  // barrier.
   const HardwareModel hardware(s.hardware);
+  const std::string& policy = options.policy.empty() ? s.dispatch.policy : options.policy;
+  const bool votes = policy == "reference" || policy == kPr30700PolicyName;
   uint64_t fused = 0, custom = 0, comms = 0;
   int largest_fused = 0, largest_custom = 0;
   // The MoE workspace's group under either policy (an upper bound).
@@ -157,7 +163,7 @@ MemoryEstimate EstimateRunMemory(const Scenario& s, const ParallelLayout& layout
       const uint64_t pairs = Mul(static_cast<uint64_t>(n), static_cast<uint64_t>(n));
       comms = Add(comms, Mul(static_cast<uint64_t>(n), kCommMemberBytes));
       const bool pushed_into =
-          !s.faults.empty() || hardware.FusedKernelReachable(layout.Peers(id));
+          !votes || !s.faults.empty() || hardware.FusedKernelReachable(layout.Peers(id));
       if (workspaces > 0 && !pushed_into) {
         fused = Add(fused, Mul(workspaces, Mul(static_cast<uint64_t>(n), kIdleMemberBytes)));
       } else if (workspaces > 0) {

@@ -5,15 +5,16 @@
 #define LOCKSTEP_SIM_SIM_RUN_H_
 
 #include <algorithm>
-#include <array>
 #include <functional>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "dispatch/group_coordinator.h"
 #include "dispatch/policy.h"
+#include "dispatch/stable_hash.h"
 #include "dispatch/workspace.h"
 #include "sim/memory/custom_allreduce_memory.h"
 #include "sim/memory/data.h"
@@ -178,15 +179,30 @@ class SimRun {
   // shared by every member that posts the same ones: each member of a
   // reduce-scatter or gather holds the list for the whole group while it
   // waits, which copied per member is the square of the group's width.
-  // `v`, or an equal list already shared (the last few kept): the lists as
-  // long as a TP group that every rank holds while it waits (attention DP's
-  // batch plans and row lists).
+  // `v`, or an equal list some rank still holds: the lists as long as a TP
+  // group that every rank keeps while it waits (attention DP's batch plans
+  // and row lists). Found by content, whatever the order ranks ask in
+  // (pipeline stages and mutants that plan from local views interleave
+  // different lists); a list is freed with its last holder.
   std::shared_ptr<const std::vector<int64_t>> Shared(std::vector<int64_t> v) {
-    for (const std::shared_ptr<const std::vector<int64_t>>& kept : shared_lists_) {
-      if (kept != nullptr && *kept == v) return kept;
+    std::weak_ptr<const std::vector<int64_t>>& slot = shared_lists_[LaneDigest(v)];
+    if (std::shared_ptr<const std::vector<int64_t>> kept = slot.lock(); kept && *kept == v) {
+      return kept;
     }
+    // (A digest collision replaces the entry: sharing saves memory, it does
+    // not decide anything.)
     auto made = std::make_shared<const std::vector<int64_t>>(std::move(v));
-    shared_lists_[next_shared_++ % shared_lists_.size()] = made;
+    slot = made;
+    if (shared_lists_.size() >= next_sweep_) {
+      for (auto it = shared_lists_.begin(); it != shared_lists_.end();) {
+        if (it->second.expired()) {
+          shared_lists_.erase(it++);
+        } else {
+          ++it;
+        }
+      }
+      next_sweep_ = std::max<size_t>(64, 2 * shared_lists_.size());
+    }
     return made;
   }
   std::shared_ptr<const RowCounts> RowCountsOf(const std::vector<int64_t>& rows, int64_t hidden) {
@@ -204,8 +220,8 @@ class SimRun {
 
  private:
   std::shared_ptr<const RowCounts> last_row_counts_;
-  std::array<std::shared_ptr<const std::vector<int64_t>>, 4> shared_lists_;
-  size_t next_shared_ = 0;
+  absl::flat_hash_map<uint64_t, std::weak_ptr<const std::vector<int64_t>>> shared_lists_;
+  size_t next_sweep_ = 64;  // sweep expired entries when the map reaches this size
 };
 
 // The body of rank `rank`'s fiber: the scenario's forward steps.

@@ -30,24 +30,8 @@ namespace {
 constexpr size_t kSharedResultPieces = 8;
 
 // Every member of a rows collective digests its list of the members' row
-// counts, as wide as the group: four independent multiply-xorshift lanes
-// (finished by StableHasher's full mix), so that the group's digests are not
-// the square of its width in dependent multiplies.
-uint64_t CountsDigest(const std::vector<int64_t>& counts) {
-  uint64_t lane[4] = {1, 2, 3, 4};
-  const size_t n = counts.size();
-  size_t i = 0;
-  for (; i + 4 <= n; i += 4) {
-    for (size_t l = 0; l < 4; ++l) {
-      lane[l] = (lane[l] ^ static_cast<uint64_t>(counts[i + l])) * 0x100000001b3ull;
-      lane[l] ^= lane[l] >> 29;
-    }
-  }
-  StableHasher h(n);
-  for (; i < n; ++i) h.Add(static_cast<uint64_t>(counts[i]));
-  for (uint64_t l : lane) h.Add(l);
-  return h.digest();
-}
+// counts, as wide as the group.
+uint64_t CountsDigest(const std::vector<int64_t>& counts) { return LaneDigest(counts); }
 
 }  // namespace
 
