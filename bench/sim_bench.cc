@@ -16,6 +16,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -69,31 +70,47 @@ Scenario ThroughputScenario(int world, bool fused, int steps, bool wide = false)
   return s;
 }
 
-// Rank-calls per second of the run itself: set-up (layout, workspaces,
-// coordinators, fibers) is excluded, since it is paid once per run and not per
-// call; the verdict is checked.
-double SimRankCallsPerSecond(int world, bool fused, int steps, uint64_t* calls_out,
-                             bool wide = false, int64_t* bytes_per_rank = nullptr) {
-  const Scenario s = ThroughputScenario(world, fused, steps, wide);
-  const int64_t before = ResidentBytes();
+// One run of `s`, set-up (layout, workspaces, coordinators, fibers) excluded
+// from its time; `after_execute`, when given, runs between the execution and
+// the analysis. Seconds 0: the run did not set up or did not end clean.
+struct TimedRun {
+  double seconds = 0;
+  SimResult result;
+};
+TimedRun RunTimed(const Scenario& s, bool keep_decisions,
+                  const std::function<void()>& after_execute = {}) {
+  TimedRun out;
   absl::StatusOr<ParallelLayout> layout = ParallelLayout::Build(s.parallel);
-  if (!layout.ok()) return 0;
+  if (!layout.ok()) return out;
   DispatchPolicy policy;
   SimOptions o;
   o.keep_trace = false;
-  o.keep_decisions = false;
+  o.keep_decisions = keep_decisions;
   SimRun run(s, *layout, policy, o);
-  if (!run.Setup().ok()) return 0;
+  if (!run.Setup().ok()) return out;
   const auto start = std::chrono::steady_clock::now();
   run.Execute();
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  // What the run holds at its end (its state, fiber stacks, logs), per rank.
-  if (bytes_per_rank != nullptr) *bytes_per_rank = (ResidentBytes() - before) / world;
-  const SimResult r = run.Analyze();
-  if (r.verdict != Verdict::kClean) return 0;
-  *calls_out = r.rank_calls;
-  return static_cast<double>(r.rank_calls) / seconds;
+  if (after_execute) after_execute();
+  out.result = run.Analyze();
+  if (out.result.verdict == Verdict::kClean) out.seconds = seconds;
+  return out;
+}
+
+// Rank-calls per second of the run itself: set-up is excluded, since it is
+// paid once per run and not per call; the verdict is checked.
+double SimRankCallsPerSecond(int world, bool fused, int steps, uint64_t* calls_out,
+                             bool wide = false, int64_t* bytes_per_rank = nullptr) {
+  const Scenario s = ThroughputScenario(world, fused, steps, wide);
+  const int64_t before = ResidentBytes();
+  const TimedRun t = RunTimed(s, /*keep_decisions=*/false, [&] {
+    // What the run holds at its end (its state, fiber stacks, logs), per rank.
+    if (bytes_per_rank != nullptr) *bytes_per_rank = (ResidentBytes() - before) / world;
+  });
+  if (t.seconds == 0) return 0;
+  *calls_out = t.result.rank_calls;
+  return static_cast<double>(t.result.rank_calls) / t.seconds;
 }
 
 void BM_SimRankCalls(benchmark::State& state) {
@@ -246,21 +263,6 @@ BENCHMARK(BM_SimVersusOpenMpi)
 // steps of 1, 8, 16 and 300 tokens over 4 layers (tp8-llama3-h200's
 // workload). `ratio` = numeric time / symbolic time (goal: within 5x);
 // set-up excluded, verdicts checked.
-double RunSeconds(const Scenario& s) {
-  absl::StatusOr<ParallelLayout> layout = ParallelLayout::Build(s.parallel);
-  if (!layout.ok()) return 0;
-  DispatchPolicy policy;
-  SimOptions o;
-  o.keep_trace = false;
-  SimRun run(s, *layout, policy, o);
-  if (!run.Setup().ok()) return 0;
-  const auto start = std::chrono::steady_clock::now();
-  run.Execute();
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  return run.Analyze().verdict == Verdict::kClean ? seconds : 0;
-}
-
 void BM_NumericVersusSymbolic(benchmark::State& state) {
   Scenario s = ThroughputScenario(8, /*fused=*/true, 4);
   s.model.hidden = 8192;
@@ -271,9 +273,9 @@ void BM_NumericVersusSymbolic(benchmark::State& state) {
   double symbolic = 0, numeric = 0;
   for (auto _ : state) {
     s.workload.data = DataMode::kProvenance;
-    symbolic = RunSeconds(s);
+    symbolic = RunTimed(s, /*keep_decisions=*/true).seconds;
     s.workload.data = DataMode::kNumeric;
-    numeric = RunSeconds(s);
+    numeric = RunTimed(s, /*keep_decisions=*/true).seconds;
   }
   if (symbolic == 0 || numeric == 0) {
     state.SkipWithError("a run did not end clean");

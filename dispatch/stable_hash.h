@@ -50,23 +50,30 @@ class StableHasher {
   uint64_t state_ = 0x6a09e667f3bcc908ull;
 };
 
-// A digest of a long list of 64-bit words: four independent
-// multiply-xorshift lanes (FNV-1a on words), each over every fourth word,
-// finished by StableHasher's full mix. For lists as long as a group that every
-// member digests, where one chain of dependent multiplies per word would cost
-// the group the square of its width in latency.
-inline uint64_t LaneDigest(std::span<const int64_t> words) {
-  uint64_t lane[4] = {1, 2, 3, 4};
-  const size_t n = words.size();
-  size_t i = 0;
-  for (; i + 4 <= n; i += 4) {
+// Four multiply-xorshift lanes (FNV-1a on 64-bit words) over `groups`
+// groups of four words, lane l taking word l of each group (`word_at(i)` is
+// word i): independent chains, for lists as long as a group that every
+// member digests, where one chain of dependent multiplies per word would
+// cost the group the square of its width in latency.
+template <class WordAt>
+void AddLanes(size_t groups, WordAt word_at, uint64_t (&lane)[4]) {
+  for (size_t g = 0; g < groups; ++g) {
     for (size_t l = 0; l < 4; ++l) {
-      lane[l] = (lane[l] ^ static_cast<uint64_t>(words[i + l])) * 0x100000001b3ull;
+      lane[l] = (lane[l] ^ word_at(4 * g + l)) * 0x100000001b3ull;
       lane[l] ^= lane[l] >> 29;
     }
   }
+}
+
+// A digest of a long list of 64-bit words: AddLanes over the whole groups,
+// the remaining words and the lanes finished by StableHasher.
+inline uint64_t LaneDigest(std::span<const int64_t> words) {
+  uint64_t lane[4] = {1, 2, 3, 4};
+  const size_t n = words.size();
+  AddLanes(
+      n / 4, [&](size_t i) { return static_cast<uint64_t>(words[i]); }, lane);
   StableHasher h(n);
-  for (; i < n; ++i) h.Add(static_cast<uint64_t>(words[i]));
+  for (size_t i = n / 4 * 4; i < n; ++i) h.Add(static_cast<uint64_t>(words[i]));
   for (uint64_t l : lane) h.Add(l);
   return h.digest();
 }

@@ -27,14 +27,14 @@ constexpr uint64_t kTwoShotPairBytes = 896;          // two-shot: twice the piec
 // its members' state (one TP group of 16 384 ranks: 257 MB with the
 // workspace, 232 MB without).
 constexpr uint64_t kIdleMemberBytes = 2048;
-constexpr uint64_t kCustomPairBytes = 64;            // per-block flags, per member pair
-constexpr int kCustomMaxWorld = 32;  // no custom all-reduce from here (serving_args.cc)
-constexpr uint64_t kCommMemberBytes = 512;           // NCCL communicator, per member
-constexpr uint64_t kDecisionBytes = 256;             // one CallLog (176 B) and vector growth
-constexpr uint64_t kTraceEventBytes = 224;           // TraceEvent (72 B), kept twice, growth
-constexpr uint64_t kExactContributionBytes = 32;     // one Contribution of an interned set
-constexpr uint64_t kNumericRankBytesPerElem = 24;    // live arrays of one rank, per element
-constexpr uint64_t kNumericCheckBytesPerElem = 32;   // the double-precision reference check
+constexpr uint64_t kCustomPairBytes = 64;   // per-block flags, per member pair
+constexpr int kCustomMaxWorld = 32;         // no custom all-reduce from here (serving_args.cc)
+constexpr uint64_t kCommMemberBytes = 512;  // NCCL communicator, per member
+constexpr uint64_t kDecisionBytes = 256;    // one CallLog (176 B) and vector growth
+constexpr uint64_t kTraceEventBytes = 224;  // TraceEvent (72 B), kept twice, growth
+constexpr uint64_t kExactContributionBytes = 32;    // one Contribution of an interned set
+constexpr uint64_t kNumericRankBytesPerElem = 24;   // live arrays of one rank, per element
+constexpr uint64_t kNumericCheckBytesPerElem = 32;  // the double-precision reference check
 
 uint64_t Mul(uint64_t a, uint64_t b) {
   uint64_t out = 0;
@@ -193,7 +193,6 @@ MemoryEstimate EstimateRunMemory(const Scenario& s, const ParallelLayout& layout
                        largest_custom),
        custom);
   part("NCCL communicators", comms);
-
 
   // Records kept per call of every rank.
   const uint64_t calls = Mul(MaxCallsPerRank(s, w), world);

@@ -206,10 +206,10 @@ class SimRun {
     return made;
   }
   std::shared_ptr<const RowCounts> RowCountsOf(const std::vector<int64_t>& rows, int64_t hidden) {
-    const bool same =
-        last_row_counts_ != nullptr && last_row_counts_->counts.size() == rows.size() &&
-        std::equal(rows.begin(), rows.end(), last_row_counts_->counts.begin(),
-                   [&](int64_t r, int64_t c) { return r * hidden == c; });
+    const bool same = last_row_counts_ != nullptr &&
+                      last_row_counts_->counts.size() == rows.size() &&
+                      std::equal(rows.begin(), rows.end(), last_row_counts_->counts.begin(),
+                                 [&](int64_t r, int64_t c) { return r * hidden == c; });
     if (!same) {
       std::vector<int64_t> counts(rows.size());
       for (size_t m = 0; m < rows.size(); ++m) counts[m] = rows[m] * hidden;

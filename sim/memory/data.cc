@@ -36,20 +36,14 @@ decltype(auto) WithElem(proto::Elem e, Body&& body) {
 // tensor is not one chain of dependent multiplies (numeric mode digests every
 // input and every checked output).
 uint64_t DigestBits(std::span<const uint32_t> bits) {
-  // Each lane is a multiply-xorshift over its words (FNV-1a on 64-bit words,
-  // as Trace::Add), finished by StableHasher's full mix.
+  // Elements in pairs, one 64-bit word each, through StableHash's lanes.
   uint64_t lane[4] = {1, 2, 3, 4};
   const size_t n = bits.size();
-  size_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    for (size_t l = 0; l < 4; ++l) {
-      lane[l] = (lane[l] ^ (static_cast<uint64_t>(bits[i + 2 * l]) << 32 | bits[i + 2 * l + 1])) *
-                0x100000001b3ull;
-      lane[l] ^= lane[l] >> 29;
-    }
-  }
+  AddLanes(
+      n / 8, [&](size_t w) { return static_cast<uint64_t>(bits[2 * w]) << 32 | bits[2 * w + 1]; },
+      lane);
   StableHasher h(n);
-  for (; i < n; ++i) h.Add(bits[i]);
+  for (size_t i = n / 8 * 8; i < n; ++i) h.Add(bits[i]);
   for (uint64_t l : lane) h.Add(l);
   return h.digest();
 }
@@ -125,6 +119,25 @@ std::vector<uint32_t> NumericInput(const SimContext& ctx, int rank, uint64_t ins
   return bits;
 }
 
+namespace {
+
+// (rank, instance)'s contribution as a value holding `bits`, its element
+// `base` first (numeric mode).
+SimValue NumericContribution(SimContext& ctx, int rank, uint64_t instance,
+                             std::vector<uint32_t> bits, int64_t base) {
+  SimValue v;
+  v.key_sum = ContributionKey(rank, instance);
+  v.count = 1;
+  if (ctx.exact) v.exact = ctx.sets.Singleton(rank, instance);
+  v.flags = ScanFlags(bits, ctx.elem);
+  v.bits = DigestBits(bits);
+  v.numeric = ctx.numeric.Add(std::move(bits));
+  v.numeric_base = base;
+  return v;
+}
+
+}  // namespace
+
 SimTensor MakeInput(SimContext& ctx, int rank, uint64_t instance, int64_t elems,
                     const InputInjection& injected) {
   SimTensor t;
@@ -140,10 +153,8 @@ SimTensor MakeInput(SimContext& ctx, int rank, uint64_t instance, int64_t elems,
   const uint8_t flags = first < end ? injected.flags : uint8_t{0};
   if (ctx.numeric_mode) {
     if (flags != 0) ctx.injected_inputs[{rank, instance}] = injected;
-    std::vector<uint32_t> bits = NumericInput(ctx, rank, instance, elems, injected);
-    v.flags = ScanFlags(bits, ctx.elem);
-    v.bits = DigestBits(bits);
-    v.numeric = ctx.numeric.Add(std::move(bits));
+    v = NumericContribution(ctx, rank, instance, NumericInput(ctx, rank, instance, elems, injected),
+                            0);
     // Kept for the reference the checks build from every contribution.
     ctx.latest_inputs[static_cast<size_t>(rank)] = {instance, v.numeric};
     t.runs.Write(Run{0, elems, v, 0, ctx.Clock(rank), rank});
@@ -167,28 +178,22 @@ SimTensor MakeInputRange(SimContext& ctx, int rank, uint64_t instance, int64_t e
                          int64_t n) {
   const int64_t begin = std::clamp<int64_t>(first, 0, elems);
   const int64_t end = std::clamp<int64_t>(first + n, begin, elems);
+  SimTensor t;
   if (ctx.numeric_mode) {
     // Only the range's elements are made (element e still holds the
     // contribution's element e, as the checks regenerate it): a rank's rows
     // of a gathered buffer cost its rows, not the buffer.
-    SimTensor t;
     t.elems = elems;
-    SimValue v;
-    v.key_sum = ContributionKey(rank, instance);
-    v.count = 1;
-    if (ctx.exact) v.exact = ctx.sets.Singleton(rank, instance);
-    std::vector<uint32_t> bits = NumericElements(ctx, rank, instance, begin, end);
-    v.flags = ScanFlags(bits, ctx.elem);
-    v.bits = DigestBits(bits);
-    v.numeric = ctx.numeric.Add(std::move(bits));
-    v.numeric_base = begin;
-    if (begin > 0) t.runs.Write(Run{0, begin, SimValue{}, 0, ctx.Clock(rank), rank});
-    if (begin < end) t.runs.Write(Run{begin, end, v, begin, ctx.Clock(rank), rank});
-    if (end < elems) t.runs.Write(Run{end, elems, SimValue{}, end, ctx.Clock(rank), rank});
-    return t;
+    if (begin < end) {
+      t.runs.Write(Run{begin, end,
+                       NumericContribution(ctx, rank, instance,
+                                           NumericElements(ctx, rank, instance, begin, end), begin),
+                       begin, ctx.Clock(rank), rank});
+    }
+  } else {
+    t = MakeInput(ctx, rank, instance, elems);
   }
-  // The whole input, then zeros (no contribution) outside the range.
-  SimTensor t = MakeInput(ctx, rank, instance, elems);
+  // Zeros (no contribution) outside the range.
   if (begin > 0) t.runs.Write(Run{0, begin, SimValue{}, 0, ctx.Clock(rank), rank});
   if (end < elems) t.runs.Write(Run{end, elems, SimValue{}, end, ctx.Clock(rank), rank});
   return t;
@@ -284,8 +289,8 @@ void AccumulatorAdd(SimContext& ctx, Accumulator& acc, const SimChunk& chunk) {
         } else {
           // Rounded to the element type after every add.
           for (int64_t k = 0; k < p.len; ++k) {
-            sum[k] = proto::ToFloat(proto::FromFloat(sum[k] + proto::ToFloat(in[k], elem), elem),
-                                    elem);
+            sum[k] =
+                proto::ToFloat(proto::FromFloat(sum[k] + proto::ToFloat(in[k], elem), elem), elem);
           }
         }
       });
@@ -531,9 +536,10 @@ bool ReductionChecker::Check(SimContext& ctx, const ReductionCheck& c, const Sim
         // injected elements' places depend on the length); else regenerated.
         const SimContext::LatestInput& latest = ctx.latest_inputs[static_cast<size_t>(r)];
         const auto needed = static_cast<size_t>(c.origin + c.elems);
-        const bool reuse = latest.instance == c.instance && latest.bits != nullptr &&
-                           (latest.bits->size() == needed ||
-                            (injected == ctx.injected_inputs.end() && latest.bits->size() > needed));
+        const bool reuse =
+            latest.instance == c.instance && latest.bits != nullptr &&
+            (latest.bits->size() == needed ||
+             (injected == ctx.injected_inputs.end() && latest.bits->size() > needed));
         std::vector<uint32_t> regenerated;
         if (!reuse) {
           regenerated = NumericInput(ctx, r, c.instance, c.origin + c.elems, in_injected);

@@ -29,10 +29,6 @@ namespace {
 // sharing for the usual sum of one piece.
 constexpr size_t kSharedResultPieces = 8;
 
-// Every member of a rows collective digests its list of the members' row
-// counts, as wide as the group.
-uint64_t CountsDigest(const std::vector<int64_t>& counts) { return LaneDigest(counts); }
-
 }  // namespace
 
 SimComm::SimComm(SimContext& ctx, std::string name, std::vector<int> ranks)
@@ -231,7 +227,7 @@ void SimComm::AllReduce(int member, DType dtype, const SimTensor& in, SimTensor&
   Arrive(member, p);
 }
 
-RowCounts::RowCounts(std::vector<int64_t> c) : counts(std::move(c)), digest(CountsDigest(counts)) {}
+RowCounts::RowCounts(std::vector<int64_t> c) : counts(std::move(c)), digest(LaneDigest(counts)) {}
 
 void SimComm::ReduceScatter(int member, DType dtype, const SimTensor& in, const RowCounts& counts,
                             SimTensor& out) {

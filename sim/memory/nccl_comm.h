@@ -38,7 +38,6 @@ struct CollectiveContract {
   friend bool operator==(const CollectiveContract&, const CollectiveContract&) = default;
 };
 
-
 // The element counts of a rows collective, one per member in the group's
 // order, with their digest (what members compare: NCCL assumes they agree).
 // Members that pass equal lists may share one (SimRun::RowCountsOf).

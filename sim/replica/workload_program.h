@@ -398,8 +398,8 @@ class WorkloadProgram {
     const int64_t rows = exit.kind == ExitKind::kReduceScatterV ? sum : dp_.global_rows;
     Data data = host_.Input(site, owed.Instance(), rows * Hidden());
     if (exit.kind == ExitKind::kReduceScatterV) {
-      if (!host_.Collective(site, RowCollective::kReduceScatter, exit.group, *group_rows_,
-                            Hidden(), data)) {
+      if (!host_.Collective(site, RowCollective::kReduceScatter, exit.group, *group_rows_, Hidden(),
+                            data)) {
         return false;
       }
       return keep(host_.Rows(data, 0, t_dp, Hidden()));

@@ -48,7 +48,8 @@ TEST(RunListTest, ClearLeavesTheSentinelAndReadsReportGaps) {
 
 TEST(RunListTest, SharedListsReadAlikeAndAWriteCopiesOnlyTheWrittenOne) {
   RunList gathered;
-  for (int64_t m = 0; m < 40; ++m) gathered.Write(MakeRun(m * 4, m * 4 + 4, static_cast<uint64_t>(100 + m)));
+  for (int64_t m = 0; m < 40; ++m)
+    gathered.Write(MakeRun(m * 4, m * 4 + 4, static_cast<uint64_t>(100 + m)));
   RunList a = RunList::SharedWith(gathered);
   RunList b = RunList::SharedWith(gathered);
   ASSERT_EQ(a.runs().size(), 40u);

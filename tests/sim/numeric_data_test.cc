@@ -56,9 +56,10 @@ workload: {steps: 1, tokens: [1], data: numeric}
   }
 
   bool Check(ReductionChecker& checker, int rank, uint64_t instance, const SimTensor& t) {
-    return checker.Check(*ctx_, ReductionCheck{rank, SiteRef{}, instance, expected_, /*group_key=*/1,
-                                               t.elems, t.origin},
-                         t);
+    return checker.Check(
+        *ctx_,
+        ReductionCheck{rank, SiteRef{}, instance, expected_, /*group_key=*/1, t.elems, t.origin},
+        t);
   }
 
   // The same tensor with element `e`'s bits replaced.
