@@ -11,6 +11,7 @@
 #include "dispatch/pr30700_policy.h"
 #include "dispatch/workspace.h"
 #include "sim/replica/call_count.h"
+#include "sim/runtime/context.h"
 #include "sim/runtime/fiber.h"
 #include "sim/scenario/hardware_model.h"
 
@@ -213,11 +214,18 @@ MemoryEstimate EstimateRunMemory(const Scenario& s, const ParallelLayout& layout
     part(absl::StrFormat("exact contributor sets (--exact; groups of %d ranks)", largest),
          Mul(calls, Mul(Mul(n, n), kExactContributionBytes / 2)));
   }
-  if (s.workload.data == DataMode::kNumeric) {
-    const uint64_t elems = Mul(tokens, static_cast<uint64_t>(s.model.hidden));
-    part(absl::StrFormat("numeric data (%d ranks x %d elements = tokens x hidden; data: "
+  if (s.workload.data != DataMode::kProvenance) {
+    // The kept elements of the largest buffer (sampled: 8 in every stride,
+    // at least one block).
+    const uint64_t buffer = Mul(tokens, static_cast<uint64_t>(s.model.hidden));
+    const NumericSampler sampler = SamplerFor(s);
+    const uint64_t elems = sampler.all() ? buffer
+                                         : Mul(buffer / static_cast<uint64_t>(sampler.stride()) + 1,
+                                               static_cast<uint64_t>(sampler.block));
+    part(absl::StrFormat("%s data (%d ranks x %d elements = tokens x hidden%s; data: "
                          "provenance needs none)",
-                         world, elems),
+                         sampler.all() ? "numeric" : "sampled", world, elems,
+                         sampler.all() ? "" : absl::StrFormat(" / %d x 8", sampler.stride())),
          Add(Mul(world, Mul(elems, kNumericRankBytesPerElem)),
              Mul(elems, kNumericCheckBytesPerElem)));
   }

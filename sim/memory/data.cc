@@ -68,35 +68,46 @@ uint8_t ScanFlags(std::span<const uint32_t> bits, proto::Elem e) {
 // Smallest negative subnormal of `e` with a few mantissa bits set.
 uint32_t NegativeSubnormal(proto::Elem e) { return proto::SignBit(e) | 0x3u; }
 
+// The bits of `v`'s element x (a kept one) and those of the kept elements
+// after it (numeric mode).
+const uint32_t* KeptBits(const SimContext& ctx, const SimValue& v, int64_t x) {
+  return v.numeric->bits.data() + (ctx.sampler.Rank(x - v.numeric_base) - v.numeric->first);
+}
+
 }  // namespace
 
 namespace {
 
-// Elements [first, end) of (rank, instance)'s numeric input, nothing injected:
-// element i is a pure function of the seed, the contribution and i.
+// The kept elements of [first, end) of (rank, instance)'s numeric input,
+// nothing injected: element i is a pure function of the seed, the
+// contribution and i.
 std::vector<uint32_t> NumericElements(const SimContext& ctx, int rank, uint64_t instance,
                                       int64_t first, int64_t end) {
-  std::vector<uint32_t> bits(static_cast<size_t>(end - first));
+  std::vector<uint32_t> bits(static_cast<size_t>(ctx.sampler.Count(first, end)));
   StableHasher base(ctx.seed);
   base.Add(static_cast<uint64_t>(rank)).Add(instance);
   const uint64_t digest = base.digest();
   const auto stream = static_cast<uint32_t>(digest ^ (digest >> 32));
+  uint32_t* out = bits.data();
   WithElem(ctx.elem, [&](auto elem) {
-    for (int64_t i = first; i < end; ++i) {
-      // MurmurHash3's 32-bit finaliser of (stream, i): 32-bit multiplies, so
-      // the loop vectorises (a 64-bit mix per element made numeric inputs
-      // most of a numeric run's time).
-      uint32_t h = static_cast<uint32_t>(i) * 0x9e3779b1u + stream;
-      h ^= h >> 16;
-      h *= 0x85ebca6bu;
-      h ^= h >> 13;
-      h *= 0xc2b2ae35u;
-      h ^= h >> 16;
-      // Uniform in [-1, 1) with 24 random bits (exact in float), then
-      // rounded to the element type.
-      const float f = static_cast<float>(h >> 8) * 0x1p-23f - 1.0f;
-      bits[static_cast<size_t>(i - first)] = proto::FromFloat(f, elem);
-    }
+    ctx.sampler.ForEachKept(first, end, [&](int64_t lo, int64_t hi) {
+      for (int64_t i = lo; i < hi; ++i) {
+        // MurmurHash3's 32-bit finaliser of (stream, i): 32-bit multiplies,
+        // so the loop vectorises (a 64-bit mix per element made numeric
+        // inputs most of a numeric run's time).
+        uint32_t h = static_cast<uint32_t>(i) * 0x9e3779b1u + stream;
+        h ^= h >> 16;
+        h *= 0x85ebca6bu;
+        h ^= h >> 13;
+        h *= 0xc2b2ae35u;
+        h ^= h >> 16;
+        // Uniform in [-1, 1) with 24 random bits (exact in float), then
+        // rounded to the element type.
+        const float f = static_cast<float>(h >> 8) * 0x1p-23f - 1.0f;
+        out[i - lo] = proto::FromFloat(f, elem);
+      }
+      out += hi - lo;
+    });
   });
   return bits;
 }
@@ -107,32 +118,36 @@ std::vector<uint32_t> NumericInput(const SimContext& ctx, int rank, uint64_t ins
                                    int64_t elems, const InputInjection& injected) {
   std::vector<uint32_t> bits = NumericElements(ctx, rank, instance, 0, elems);
   // Injected element classes land at fixed, seed-independent places of
-  // their range: its first element and its middle.
+  // their range: its first element and its middle (sampled data: the first
+  // kept elements at or after them, so that the classes are carried).
   const int64_t first = std::min(injected.first, elems);
   const int64_t n = injected.elems < 0 ? elems - first : std::min(injected.elems, elems - first);
-  if ((injected.flags & kHasNegZero) != 0 && n > 0) {
-    bits[static_cast<size_t>(first)] = proto::NegZeroBits(ctx.elem);
+  const NumericSampler& sampler = ctx.sampler;
+  const int64_t zero_at = sampler.Next(first);
+  if ((injected.flags & kHasNegZero) != 0 && n > 0 && zero_at < first + n) {
+    bits[static_cast<size_t>(sampler.Rank(zero_at))] = proto::NegZeroBits(ctx.elem);
   }
-  if ((injected.flags & kHasNegSubnormal) != 0 && n > 1) {
-    bits[static_cast<size_t>(first + n / 2)] = NegativeSubnormal(ctx.elem);
+  int64_t subnormal_at = sampler.Next(first + n / 2);
+  if (subnormal_at == zero_at) subnormal_at = sampler.Next(zero_at + 1);
+  if ((injected.flags & kHasNegSubnormal) != 0 && n > 1 && subnormal_at < first + n) {
+    bits[static_cast<size_t>(sampler.Rank(subnormal_at))] = NegativeSubnormal(ctx.elem);
   }
   return bits;
 }
 
 namespace {
 
-// (rank, instance)'s contribution as a value holding `bits`, its element
-// `base` first (numeric mode).
+// (rank, instance)'s contribution as a value holding `bits`, the kept
+// elements from element `first` on (numeric mode).
 SimValue NumericContribution(SimContext& ctx, int rank, uint64_t instance,
-                             std::vector<uint32_t> bits, int64_t base) {
+                             std::vector<uint32_t> bits, int64_t first) {
   SimValue v;
   v.key_sum = ContributionKey(rank, instance);
   v.count = 1;
   if (ctx.exact) v.exact = ctx.sets.Singleton(rank, instance);
   v.flags = ScanFlags(bits, ctx.elem);
   v.bits = DigestBits(bits);
-  v.numeric = ctx.numeric.Add(std::move(bits));
-  v.numeric_base = base;
+  v.numeric = ctx.numeric.Add(std::move(bits), ctx.sampler.Rank(first));
   return v;
 }
 
@@ -156,7 +171,7 @@ SimTensor MakeInput(SimContext& ctx, int rank, uint64_t instance, int64_t elems,
     v = NumericContribution(ctx, rank, instance, NumericInput(ctx, rank, instance, elems, injected),
                             0);
     // Kept for the reference the checks build from every contribution.
-    ctx.latest_inputs[static_cast<size_t>(rank)] = {instance, v.numeric};
+    ctx.latest_inputs[static_cast<size_t>(rank)] = {instance, elems, v.numeric};
     t.runs.Write(Run{0, elems, v, 0, ctx.Clock(rank), rank});
     return t;
   }
@@ -255,7 +270,11 @@ void AccumulatorAdd(SimContext& ctx, Accumulator& acc, const SimChunk& chunk) {
     acc.len = chunk.len;
     acc.src = chunk.pieces.empty() ? 0 : chunk.pieces.front().src;
     acc.segments.assign(1, Accumulator::Segment{0, chunk.len, SimValue{}});
-    if (ctx.numeric_mode) acc.values.assign(static_cast<size_t>(chunk.len), 0.0f);
+    if (ctx.numeric_mode) {
+      acc.numeric_base = chunk.pieces.empty() ? 0 : chunk.pieces.front().value.numeric_base;
+      const int64_t at = acc.src - acc.numeric_base;
+      acc.values.assign(static_cast<size_t>(ctx.sampler.Count(at, at + chunk.len)), 0.0f);
+    }
   }
   if (chunk.pieces.size() > 1) {
     int64_t at = 0;
@@ -268,7 +287,14 @@ void AccumulatorAdd(SimContext& ctx, Accumulator& acc, const SimChunk& chunk) {
   int64_t offset = 0;
   for (const Piece& p : chunk.pieces) {
     const SimValue& v = p.value;
-    const bool shifted = (v.flags & kShifted) != 0 || p.src != acc.src + offset;
+    // The contribution elements the piece holds and those of the sum it is
+    // added to: different places only where layouts disagree. Sampled data
+    // can add them only where both keep the same elements; elsewhere the
+    // sum is marked as holding other offsets' data (as it does).
+    const int64_t to = acc.src - acc.numeric_base + offset;
+    const bool numeric = ctx.numeric_mode && v.numeric != nullptr;
+    const bool unsampled = numeric && !ctx.sampler.Aligned(p.src - v.numeric_base - to);
+    const bool shifted = (v.flags & kShifted) != 0 || p.src != acc.src + offset || unsampled;
     for (Accumulator::Segment& seg : acc.segments) {
       if (seg.end <= offset || seg.begin >= offset + p.len) continue;
       seg.sum.key_sum += v.key_sum;
@@ -278,17 +304,18 @@ void AccumulatorAdd(SimContext& ctx, Accumulator& acc, const SimChunk& chunk) {
           StableHasher::Mix(seg.sum.bits * 0x9e3779b97f4a7c15ull + v.bits + (acc.fp32 ? 1u : 0u));
       if (shifted) seg.sum.flags |= kShifted;
     }
-    if (ctx.numeric_mode && v.numeric != nullptr) {
-      const uint32_t* in = v.numeric->data() + (p.src - v.numeric_base);
-      float* sum = acc.values.data() + offset;
+    if (numeric && !unsampled) {
+      const uint32_t* in = KeptBits(ctx, v, p.src);
+      float* sum = acc.values.data() + ctx.sampler.Count(acc.src - acc.numeric_base, to);
+      const int64_t n = ctx.sampler.Count(to, to + p.len);
       WithElem(ctx.elem, [&](auto elem) {
         if (first) {
-          for (int64_t k = 0; k < p.len; ++k) sum[k] = proto::ToFloat(in[k], elem);
+          for (int64_t k = 0; k < n; ++k) sum[k] = proto::ToFloat(in[k], elem);
         } else if (acc.fp32) {
-          for (int64_t k = 0; k < p.len; ++k) sum[k] += proto::ToFloat(in[k], elem);
+          for (int64_t k = 0; k < n; ++k) sum[k] += proto::ToFloat(in[k], elem);
         } else {
           // Rounded to the element type after every add.
-          for (int64_t k = 0; k < p.len; ++k) {
+          for (int64_t k = 0; k < n; ++k) {
             sum[k] =
                 proto::ToFloat(proto::FromFloat(sum[k] + proto::ToFloat(in[k], elem), elem), elem);
           }
@@ -312,7 +339,7 @@ SimChunk AccumulatorFinish(SimContext& ctx, const Accumulator& acc) {
       for (size_t i = 0; i < bits.size(); ++i) bits[i] = proto::FromFloat(acc.values[i], elem);
     });
     numeric_flags = ScanFlags(bits, ctx.elem);
-    numeric = ctx.numeric.Add(std::move(bits));
+    numeric = ctx.numeric.Add(std::move(bits), ctx.sampler.Rank(acc.src - acc.numeric_base));
   }
   for (const Accumulator::Segment& seg : acc.segments) {
     SimValue v = seg.sum;
@@ -320,7 +347,7 @@ SimChunk AccumulatorFinish(SimContext& ctx, const Accumulator& acc) {
     if (ctx.numeric_mode) {
       v.flags |= numeric_flags;
       v.numeric = numeric;
-      v.numeric_base = acc.src;
+      v.numeric_base = acc.numeric_base;
     }
     out.pieces.push_back(Piece{v, acc.src + seg.begin, seg.end - seg.begin});
   }
@@ -332,15 +359,12 @@ void SanitizeChunk(SimContext& ctx, SimChunk& chunk) {
   for (Piece& p : chunk.pieces) {
     if ((p.value.flags & kHasNegZero) == 0) continue;
     if (ctx.numeric_mode && p.value.numeric != nullptr) {
-      std::vector<uint32_t> bits(static_cast<size_t>(p.len));
-      const std::vector<uint32_t>& in = *p.value.numeric;
-      for (int64_t k = 0; k < p.len; ++k) {
-        bits[static_cast<size_t>(k)] = proto::SanitizeBits(
-            in[static_cast<size_t>(p.src + k - p.value.numeric_base)], ctx.elem);
-      }
+      const int64_t at = p.src - p.value.numeric_base;  // contribution element
+      std::vector<uint32_t> bits(static_cast<size_t>(ctx.sampler.Count(at, at + p.len)));
+      const uint32_t* in = KeptBits(ctx, p.value, p.src);
+      for (size_t k = 0; k < bits.size(); ++k) bits[k] = proto::SanitizeBits(in[k], ctx.elem);
       p.value.flags = static_cast<uint8_t>((p.value.flags & kShifted) | ScanFlags(bits, ctx.elem));
-      p.value.numeric = ctx.numeric.Add(std::move(bits));
-      p.value.numeric_base = p.src;
+      p.value.numeric = ctx.numeric.Add(std::move(bits), ctx.sampler.Rank(at));
     } else {
       p.value.flags = static_cast<uint8_t>(p.value.flags & ~kHasNegZero);
     }
@@ -383,9 +407,10 @@ uint64_t ReductionChecker::OutputDigest(const SimContext& ctx, const SimTensor& 
   for (const Run& r : tensor.runs.runs()) {
     h.Add(r.value.bits ^ (static_cast<uint64_t>(r.begin) << 32) ^ static_cast<uint64_t>(r.end));
     if (ctx.numeric_mode && r.value.numeric != nullptr) {
-      h.Add(DigestBits(std::span<const uint32_t>(*r.value.numeric)
-                           .subspan(static_cast<size_t>(r.src - r.value.numeric_base),
-                                    static_cast<size_t>(r.end - r.begin))));
+      const int64_t at = r.src - r.value.numeric_base;  // contribution element
+      h.Add(DigestBits(std::span<const uint32_t>(
+          KeptBits(ctx, r.value, r.src),
+          static_cast<size_t>(ctx.sampler.Count(at, at + (r.end - r.begin))))));
     }
   }
   return h.digest();
@@ -508,14 +533,17 @@ bool ReductionChecker::Check(SimContext& ctx, const ReductionCheck& c, const Sim
   }
 
   if (ctx.numeric_mode) {
-    // Against a double-precision reference: |out - ref| <= n * eps * sum|x| + tiny.
+    // Against a double-precision reference: |out - ref| <= n * eps * sum|x| + tiny,
+    // on the kept elements (all of them, but in sampled mode).
+    const NumericSampler& sampler = ctx.sampler;
     const double eps = ctx.elem == protocol::Elem::kFp32   ? 1.2e-7
                        : ctx.elem == protocol::Elem::kBf16 ? 7.9e-3
                                                            : 9.8e-4;
     // The reference is the same for every member that checks this slice:
     // the first computes it (regenerating every contribution), the others
     // reuse it, so a call costs its group one pass over the inputs, not one
-    // per member.
+    // per member. Entry k is the kept contribution element of rank
+    // Rank(origin) + k.
     auto cached = std::find_if(
         agreement.references.begin(), agreement.references.end(),
         [&](const NumericReference& r) { return r.origin == c.origin && r.elems == c.elems; });
@@ -523,7 +551,7 @@ bool ReductionChecker::Check(SimContext& ctx, const ReductionCheck& c, const Sim
       NumericReference computed;
       computed.origin = c.origin;
       computed.elems = c.elems;
-      computed.sum.assign(static_cast<size_t>(c.elems), 0.0);
+      computed.sum.assign(static_cast<size_t>(sampler.Count(c.origin, c.origin + c.elems)), 0.0);
       computed.magnitude.assign(computed.sum.size(), 0.0);
       for (int r : c.expected) {
         const auto injected = ctx.injected_inputs.find({r, c.instance});
@@ -535,16 +563,14 @@ bool ReductionChecker::Check(SimContext& ctx, const ReductionCheck& c, const Sim
         // of this length or, with nothing injected, a longer one: the
         // injected elements' places depend on the length); else regenerated.
         const SimContext::LatestInput& latest = ctx.latest_inputs[static_cast<size_t>(r)];
-        const auto needed = static_cast<size_t>(c.origin + c.elems);
-        const bool reuse =
-            latest.instance == c.instance && latest.bits != nullptr &&
-            (latest.bits->size() == needed ||
-             (injected == ctx.injected_inputs.end() && latest.bits->size() > needed));
+        const int64_t needed = c.origin + c.elems;
+        const bool reuse = latest.instance == c.instance && latest.bits != nullptr &&
+                           (latest.elems == needed ||
+                            (injected == ctx.injected_inputs.end() && latest.elems > needed));
         std::vector<uint32_t> regenerated;
-        if (!reuse) {
-          regenerated = NumericInput(ctx, r, c.instance, c.origin + c.elems, in_injected);
-        }
-        const uint32_t* in = (reuse ? *latest.bits : regenerated).data() + c.origin;
+        if (!reuse) regenerated = NumericInput(ctx, r, c.instance, needed, in_injected);
+        const uint32_t* in =
+            (reuse ? latest.bits->bits : regenerated).data() + sampler.Rank(c.origin);
         double* sum = computed.sum.data();
         double* magnitude = computed.magnitude.data();
         WithElem(ctx.elem, [&](auto elem) {
@@ -561,27 +587,52 @@ bool ReductionChecker::Check(SimContext& ctx, const ReductionCheck& c, const Sim
     const std::vector<double>& ref = cached->sum;
     const std::vector<double>& mag = cached->magnitude;
     const double n_eps = static_cast<double>(c.expected.size()) * eps;
+    const int64_t origin_rank = sampler.Rank(c.origin);
     for (const Run& run : tensor.runs.runs()) {
       if (run.value.numeric == nullptr) continue;
-      const uint32_t* bits = run.value.numeric->data() + (run.src - run.value.numeric_base);
       const int64_t end = std::min(run.end, c.elems);
+      if (run.begin >= end) continue;
+      // The run's elements are contribution elements [at, at + n); the
+      // reference's are [origin + begin, ...). Apart (which layouts that
+      // agree never make), they are compared place by place, as the kernels'
+      // consumer reads them; sampled data has nothing to compare there
+      // unless both keep the same places.
+      const int64_t at = run.src - run.value.numeric_base;
+      if (!sampler.Aligned(at - (c.origin + run.begin))) {
+        ctx.Report(Finding{
+            Verdict::kMismatch,
+            absl::StrFormat("rank %d %s: elements [%d,%d) hold contribution "
+                            "elements from %d on, not %d: data written for other "
+                            "offsets",
+                            c.rank, c.site.ToString(), run.begin, end, at, c.origin + run.begin),
+            {{"site", c.site.ToString()}, {"rank", c.rank}, {"elements", {run.begin, end}}},
+            c.rank,
+            ctx.Clock(c.rank),
+            Detector::kMessageLayout});
+        return false;
+      }
+      const uint32_t* bits = KeptBits(ctx, run.value, run.src);
+      const int64_t k0 = sampler.Rank(c.origin + run.begin) - origin_rank;  // reference entry
+      const int64_t n = sampler.Count(c.origin + run.begin, c.origin + end);
       // One pass without an exit (it vectorises), then the first element
       // out of tolerance, if any, is looked for.
       const int64_t outside = WithElem(ctx.elem, [&](auto elem) {
-        int64_t n = 0;
-        for (int64_t e = run.begin; e < end; ++e) {
-          const double got = static_cast<double>(proto::ToFloat(bits[e - run.begin], elem));
-          n += static_cast<int64_t>(!(std::fabs(got - ref[static_cast<size_t>(e)]) <=
-                                      n_eps * mag[static_cast<size_t>(e)] + 1e-30));
+        int64_t count = 0;
+        for (int64_t k = 0; k < n; ++k) {
+          const double got = static_cast<double>(proto::ToFloat(bits[k], elem));
+          const auto i = static_cast<size_t>(k0 + k);
+          count += static_cast<int64_t>(!(std::fabs(got - ref[i]) <= n_eps * mag[i] + 1e-30));
         }
-        return n;
+        return count;
       });
       if (outside == 0) continue;
-      for (int64_t e = run.begin; e < end; ++e) {
-        const double got = static_cast<double>(protocol::ToFloat(bits[e - run.begin], ctx.elem));
-        const double want = ref[static_cast<size_t>(e)];
-        const double tol = n_eps * mag[static_cast<size_t>(e)] + 1e-30;
+      for (int64_t k = 0; k < n; ++k) {
+        const double got = static_cast<double>(protocol::ToFloat(bits[k], ctx.elem));
+        const auto i = static_cast<size_t>(k0 + k);
+        const double want = ref[i];
+        const double tol = n_eps * mag[i] + 1e-30;
         if (!(std::fabs(got - want) <= tol)) {
+          const int64_t e = sampler.Unrank(origin_rank + k0 + k) - c.origin;
           ctx.Report(Finding{Verdict::kDivergence,
                              absl::StrFormat("rank %d %s: element %d = %.8g, reference %.8g "
                                              "(tolerance %.3g)",

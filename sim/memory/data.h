@@ -68,7 +68,10 @@ struct Accumulator {
   absl::InlinedVector<Segment, 1> segments;
   int64_t src = 0;
   int64_t len = 0;
-  std::vector<float> values;  // numeric mode
+  // Numeric mode: the kept elements of the sum (NumericSampler), element 0
+  // being contribution element src - numeric_base (the first piece's).
+  int64_t numeric_base = 0;
+  std::vector<float> values;
 };
 
 void AccumulatorAdd(SimContext& ctx, Accumulator& acc, const SimChunk& chunk);

@@ -47,17 +47,16 @@ uint32_t ContributorSets::Merge(uint32_t a, uint32_t b) {
   return static_cast<uint32_t>(sets_.size() - 1);
 }
 
-NumericArray NumericStore::Add(std::vector<uint32_t> bits) {
+NumericArray NumericStore::Add(std::vector<uint32_t> bits, int64_t first) {
   const auto elems = static_cast<int64_t>(bits.size());
   *live_ += elems;
   peak_ = std::max(peak_, *live_);
   // The deleter keeps the counter alive: a value may outlive the store.
   std::shared_ptr<int64_t> live = live_;
-  return NumericArray(new std::vector<uint32_t>(std::move(bits)),
-                      [live, elems](const std::vector<uint32_t>* a) {
-                        *live -= elems;
-                        delete a;
-                      });
+  return NumericArray(new NumericBits{first, std::move(bits)}, [live, elems](const NumericBits* a) {
+    *live -= elems;
+    delete a;
+  });
 }
 
 }  // namespace lockstep

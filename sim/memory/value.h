@@ -5,6 +5,7 @@
 #ifndef LOCKSTEP_SIM_MEMORY_VALUE_H_
 #define LOCKSTEP_SIM_MEMORY_VALUE_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -42,15 +43,68 @@ struct InputInjection {
 //  - numeric: element bits (numeric mode only), shared by every run that
 //    holds them and freed with the last (issue 11: a store that kept every
 //    array grew by a tensor per call and rank until the process was killed).
-using NumericArray = std::shared_ptr<const std::vector<uint32_t>>;
+//    An array holds the elements the run's sampler keeps (NumericSampler),
+//    from the one of rank `first` on: entry j is the contribution element
+//    of rank first + j.
+struct NumericBits {
+  int64_t first = 0;
+  std::vector<uint32_t> bits;
+};
+using NumericArray = std::shared_ptr<const NumericBits>;
 struct SimValue {
   uint64_t key_sum = 0;
   uint32_t count = 0;
   uint32_t exact = 0;
   uint64_t bits = 0;
   NumericArray numeric;
-  int64_t numeric_base = 0;  // element index of numeric array entry 0
+  // Where the contributions' element 0 sits in this value's own index
+  // space: element x of the value is contribution element x - numeric_base
+  // (slices and rebased chunks move both together).
+  int64_t numeric_base = 0;
   uint8_t flags = 0;
+};
+
+// Which elements numeric data carries, by the contributions' own element
+// index (an input's element e), so that every rank's input, every partial
+// sum and the reference carry the same ones: `block` consecutive elements at
+// the start of every 2^shift (`workload.data: sampled`), or all of them
+// (`numeric`: shift 0, block 1). Kept elements are counted by Rank, so an
+// array of the kept elements of [a, b) has Count(a, b) entries and element
+// e (kept) is its entry Rank(e) - Rank(a).
+struct NumericSampler {
+  int shift = 0;
+  int64_t block = 1;
+
+  int64_t stride() const { return int64_t{1} << shift; }
+  bool all() const { return block >= stride(); }
+  // Kept elements before element a.
+  int64_t Rank(int64_t a) const {
+    return (a >> shift) * block + std::min(a & (stride() - 1), block);
+  }
+  int64_t Count(int64_t a, int64_t b) const { return Rank(b) - Rank(a); }
+  // The kept element of rank r.
+  int64_t Unrank(int64_t r) const { return ((r / block) << shift) + r % block; }
+  // The first kept element at or after a.
+  int64_t Next(int64_t a) const {
+    return (a & (stride() - 1)) < block ? a : ((a >> shift) + 1) << shift;
+  }
+  // Whether data moved by `delta` elements keeps its kept elements kept
+  // (else a sum of it with unmoved data has no common elements to add).
+  bool Aligned(int64_t delta) const { return all() || (delta & (stride() - 1)) == 0; }
+  // Calls body(lo, hi) for each range of kept elements in [a, b), in order.
+  template <class Body>
+  void ForEachKept(int64_t a, int64_t b, Body&& body) const {
+    if (all()) {
+      if (a < b) body(a, b);
+      return;
+    }
+    const int64_t mask = stride() - 1;
+    for (int64_t at = a; at < b;) {
+      const int64_t start = at & ~mask;
+      if (at - start < block) body(at, std::min(b, start + block));
+      at = start + stride();
+    }
+  }
 };
 
 // The fingerprint key of rank `rank`'s contribution at call instance `instance`.
@@ -80,7 +134,8 @@ class ContributorSets {
 // (for the memory estimate's tests and docs/LIMITS.md).
 class NumericStore {
  public:
-  NumericArray Add(std::vector<uint32_t> bits);
+  // Entry 0 of `bits` is the kept element of rank `first`.
+  NumericArray Add(std::vector<uint32_t> bits, int64_t first);
   // Elements held by arrays still referenced, and the most ever held at once.
   int64_t live_elements() const { return *live_; }
   int64_t peak_elements() const { return peak_; }

@@ -5,6 +5,8 @@
 #ifndef LOCKSTEP_SIM_RUNTIME_CONTEXT_H_
 #define LOCKSTEP_SIM_RUNTIME_CONTEXT_H_
 
+#include <algorithm>
+#include <bit>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -29,6 +31,22 @@ namespace lockstep {
 
 class RelaxedVisibility;
 
+// The elements numeric data carries: all of them (`data: numeric`), or 8 in
+// every workload.sample_stride (`data: sampled`). The default stride is the
+// largest power of two not above hidden / 2, within [8, 4096]: at least 16
+// kept elements in every row (a rank's rows, a row collective's shares and a
+// fault's rows all keep some), and at hidden 8192 a cost within 5x of
+// provenance mode's (bench/sim_bench.cc, BM_NumericVersusSymbolic).
+inline NumericSampler SamplerFor(const Scenario& s) {
+  if (s.workload.data != DataMode::kSampled) return NumericSampler{};
+  int64_t stride = s.workload.sample_stride;
+  if (stride == 0) {
+    stride = static_cast<int64_t>(
+        std::bit_floor(static_cast<uint64_t>(std::clamp<int64_t>(s.model.hidden / 2, 8, 4096))));
+  }
+  return NumericSampler{std::countr_zero(static_cast<uint64_t>(stride)), 8};
+}
+
 struct SimContext {
   SimContext(const Scenario& s, const ParallelLayout& l, uint64_t run_seed, bool exact_provenance,
              std::unique_ptr<SchedulePolicy> schedule, bool keep_trace)
@@ -38,7 +56,8 @@ struct SimContext {
         scheduler(l.world_size(), run_seed, std::move(schedule)),
         seed(run_seed),
         exact(exact_provenance),
-        numeric_mode(s.workload.data == DataMode::kNumeric),
+        numeric_mode(s.workload.data != DataMode::kProvenance),
+        sampler(SamplerFor(s)),
         elem(static_cast<protocol::Elem>(s.dispatch.dtype)),
         latest_inputs(numeric_mode ? static_cast<size_t>(l.world_size()) : 0),
         clock(static_cast<size_t>(l.world_size()), 0),
@@ -64,7 +83,8 @@ struct SimContext {
   Scheduler scheduler;
   uint64_t seed;
   bool exact;
-  bool numeric_mode;
+  bool numeric_mode;  // numeric or sampled data
+  NumericSampler sampler;
   protocol::Elem elem;
   ContributorSets sets;
   NumericStore numeric;
@@ -76,6 +96,7 @@ struct SimContext {
   // regenerated every contribution of every call once more).
   struct LatestInput {
     uint64_t instance = 0;
+    int64_t elems = 0;  // the input's length (its array holds the kept ones)
     NumericArray bits;
   };
   std::vector<LatestInput> latest_inputs;

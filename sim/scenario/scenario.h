@@ -81,7 +81,10 @@ struct DispatchSpec {
   int64_t max_fused_norm_tokens = 2048;  // batch limit of the fused AR + norm
 };
 
-enum class DataMode : uint8_t { kProvenance, kNumeric };
+// provenance: symbolic fingerprints only; numeric: every element's bits as
+// well; sampled: the bits of a fixed sample of elements (NumericSampler),
+// for a cost near provenance mode's (docs/SIMULATOR.md, "Data").
+enum class DataMode : uint8_t { kProvenance, kNumeric, kSampled };
 
 struct WorkloadSpec {
   int steps = 1;
@@ -95,6 +98,10 @@ struct WorkloadSpec {
   bool speculative = false;  // EAGLE draft projection after the last layer
   bool extend = false;       // prefill (extend) batches; else decode
   DataMode data = DataMode::kProvenance;
+  // Sampled data: 8 consecutive elements kept in every `sample_stride` (a
+  // power of two, 8 to 2^20); 0: the largest power of two not above
+  // hidden / 2, within [8, 4096] (SamplerFor).
+  int64_t sample_stride = 0;
   bool ftz = false;  // kernels run with flush-to-zero
   // The fused kernel's tactic is tuned at start-up over each TP group (a
   // handshake, then one profile run per candidate; docs/FAULTS.md).

@@ -3,6 +3,7 @@
 #include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
+#include <bit>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -473,10 +474,12 @@ absl::Status ParseTokenList(const Reader& r, const YAML::Node& n, const std::str
 
 absl::Status ParseWorkload(const Reader& r, const YAML::Node& n, WorkloadSpec* w) {
   static constexpr std::string_view kKeys[] = {
-      "steps",        "tokens",         "dp_tokens",        "layers",
-      "embedding",    "speculative",    "extend",           "data",
-      "ftz",          "autotune",       "max_model_len",    "prompt_len",
-      "draft_tokens", "abort_after_us", "cuda_graph_tokens"};
+      "steps",        "tokens",         "dp_tokens",
+      "layers",       "embedding",      "speculative",
+      "extend",       "data",           "ftz",
+      "autotune",     "max_model_len",  "prompt_len",
+      "draft_tokens", "abort_after_us", "cuda_graph_tokens",
+      "sample_stride"};
   LS_RETURN_IF_ERROR(r.CheckKeys(n, "workload", kKeys));
   LS_RETURN_IF_ERROR(r.Int(n, "workload", "steps", &w->steps, 1, 1000000));
   LS_RETURN_IF_ERROR(r.Int(n, "workload", "layers", &w->layers, 1, 10000));
@@ -532,9 +535,25 @@ absl::Status ParseWorkload(const Reader& r, const YAML::Node& n, WorkloadSpec* w
       w->data = DataMode::kProvenance;
     } else if (d.IsScalar() && d.Scalar() == "numeric") {
       w->data = DataMode::kNumeric;
+    } else if (d.IsScalar() && d.Scalar() == "sampled") {
+      w->data = DataMode::kSampled;
     } else {
-      return r.Error(d, "workload.data",
-                     absl::StrFormat("expected provenance or numeric, got '%s'", Reader::Text(d)));
+      return r.Error(
+          d, "workload.data",
+          absl::StrFormat("expected provenance, numeric or sampled, got '%s'", Reader::Text(d)));
+    }
+  }
+  if (const YAML::Node stride = n["sample_stride"]) {
+    LS_RETURN_IF_ERROR(
+        r.Int(n, "workload", "sample_stride", &w->sample_stride, 8, int64_t{1} << 20));
+    if ((w->sample_stride & (w->sample_stride - 1)) != 0) {
+      return r.Error(stride, "workload.sample_stride",
+                     absl::StrFormat("expected a power of two, got %d (try %d)", w->sample_stride,
+                                     std::bit_floor(static_cast<uint64_t>(w->sample_stride))));
+    }
+    if (w->data != DataMode::kSampled) {
+      return r.Error(stride, "workload.sample_stride",
+                     "only sampled data reads it: set workload.data: sampled or drop it");
     }
   }
   return absl::OkStatus();
@@ -855,7 +874,10 @@ std::string ScenarioToYaml(const Scenario& s) {
   out << YAML::Key << "speculative" << YAML::Value << w.speculative;
   out << YAML::Key << "extend" << YAML::Value << w.extend;
   out << YAML::Key << "data" << YAML::Value
-      << (w.data == DataMode::kNumeric ? "numeric" : "provenance");
+      << (w.data == DataMode::kNumeric   ? "numeric"
+          : w.data == DataMode::kSampled ? "sampled"
+                                         : "provenance");
+  if (w.sample_stride > 0) out << YAML::Key << "sample_stride" << YAML::Value << w.sample_stride;
   out << YAML::Key << "ftz" << YAML::Value << w.ftz;
   if (w.autotune) out << YAML::Key << "autotune" << YAML::Value << w.autotune;
   if (w.abort_after_us > 0) {

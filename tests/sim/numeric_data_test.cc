@@ -2,11 +2,16 @@
 // double-precision reference whether that reference reuses the ranks' input
 // arrays or regenerates them, and one wrong element or one flipped bit is
 // caught (the per-element passes were rewritten for speed; these pin what
-// they must still see).
+// they must still see). Each runs on every element (`data: numeric`) and on
+// a sample of them (`data: sampled`, 8 in every 64), whose index arithmetic
+// NumericSamplerTest pins against counting element by element.
 
 #include <memory>
+#include <string>
+#include <tuple>
 #include <vector>
 
+#include "absl/strings/str_format.h"
 #include "gtest/gtest.h"
 #include "sim/memory/data.h"
 #include "sim/runtime/context.h"
@@ -18,16 +23,72 @@ namespace {
 constexpr int kRanks = 4;
 constexpr int64_t kElems = 1000;  // not a multiple of the digest's 8-element stride
 
-class NumericDataTest : public ::testing::TestWithParam<const char*> {
+TEST(NumericSamplerTest, RanksCountAndWalksTheKeptElementsAsCountingDoes) {
+  for (const NumericSampler sampler :
+       {NumericSampler{}, NumericSampler{3, 8}, NumericSampler{6, 8}, NumericSampler{10, 8}}) {
+    SCOPED_TRACE(::testing::Message() << "stride " << sampler.stride());
+    auto kept = [&](int64_t e) { return sampler.all() || e % sampler.stride() < sampler.block; };
+    int64_t rank = 0;
+    for (int64_t e = 0; e < 3000; ++e) {
+      ASSERT_EQ(sampler.Rank(e), rank) << e;
+      int64_t next = e;
+      while (!kept(next)) ++next;
+      ASSERT_EQ(sampler.Next(e), next) << e;
+      if (kept(e)) {
+        ASSERT_EQ(sampler.Unrank(rank), e);
+        ++rank;
+      }
+    }
+    for (const auto& [a, b] : {std::pair<int64_t, int64_t>{0, 3000}, {5, 9}, {13, 700}, {64, 64}}) {
+      std::vector<int64_t> walked;
+      sampler.ForEachKept(a, b, [&](int64_t lo, int64_t hi) {
+        for (int64_t e = lo; e < hi; ++e) walked.push_back(e);
+      });
+      std::vector<int64_t> expected;
+      for (int64_t e = a; e < b; ++e) {
+        if (kept(e)) expected.push_back(e);
+      }
+      EXPECT_EQ(walked, expected) << a << ".." << b;
+      EXPECT_EQ(sampler.Count(a, b), static_cast<int64_t>(expected.size()));
+    }
+    EXPECT_TRUE(sampler.Aligned(sampler.stride() * 3));
+    EXPECT_EQ(sampler.Aligned(5), sampler.all());
+  }
+}
+
+TEST(NumericSamplerTest, SampledDataKeepsSixteenOrMoreElementsOfEveryRow) {
+  Scenario s;
+  s.workload.data = DataMode::kSampled;
+  for (const auto& [hidden, stride] : {std::pair<int64_t, int64_t>{8192, 4096},
+                                       {7168, 2048},
+                                       {16384, 4096},
+                                       {1024, 512},
+                                       {8, 8}}) {
+    s.model.hidden = hidden;
+    const NumericSampler sampler = SamplerFor(s);
+    EXPECT_EQ(sampler.stride(), stride) << "hidden " << hidden;
+    EXPECT_GE(sampler.Count(hidden * 5 + 3, hidden * 6 + 3), std::min<int64_t>(hidden, 16));
+  }
+  s.workload.sample_stride = 64;
+  EXPECT_EQ(SamplerFor(s).stride(), 64);
+  s.workload.data = DataMode::kNumeric;
+  EXPECT_TRUE(SamplerFor(s).all());
+}
+
+// (dtype, data mode)
+class NumericDataTest : public ::testing::TestWithParam<std::tuple<const char*, const char*>> {
  protected:
   void SetUp() override {
+    const auto [dtype, data] = GetParam();
+    sampled_ = std::string(data) == "sampled";
     scenario_ = lockstep::testing::ScenarioFromYaml(std::string(R"(
 name: numeric-unit
 hardware: h200x8
 parallel: {tp: 4}
 model: {name: tiny, hidden: 8, layers: 1}
-dispatch: {dtype: )") + GetParam() + R"(}
-workload: {steps: 1, tokens: [1], data: numeric}
+dispatch: {dtype: )") + dtype + R"(}
+workload: {steps: 1, tokens: [1], data: )" + data + (sampled_ ? ", sample_stride: 64" : "") +
+                                                    R"(}
 )");
     absl::StatusOr<ParallelLayout> layout = ParallelLayout::Build(scenario_.parallel);
     ASSERT_TRUE(layout.ok()) << layout.status();
@@ -62,11 +123,12 @@ workload: {steps: 1, tokens: [1], data: numeric}
         t);
   }
 
-  // The same tensor with element `e`'s bits replaced.
-  static SimTensor WithElement(const SimTensor& t, int64_t e, uint32_t bits) {
+  // The same tensor with element `e`'s bits (a kept element) replaced.
+  SimTensor WithElement(const SimTensor& t, int64_t e, uint32_t bits) const {
     const lockstep::Run& run = t.runs.runs().front();
-    auto changed = std::make_shared<std::vector<uint32_t>>(*run.value.numeric);
-    (*changed)[static_cast<size_t>(e - run.value.numeric_base)] = bits;
+    auto changed = std::make_shared<NumericBits>(*run.value.numeric);
+    changed->bits[static_cast<size_t>(ctx_->sampler.Rank(e - run.value.numeric_base) -
+                                      changed->first)] = bits;
     SimTensor out = t;
     lockstep::Run r = run;
     r.value.numeric = changed;
@@ -75,6 +137,7 @@ workload: {steps: 1, tokens: [1], data: numeric}
     return out;
   }
 
+  bool sampled_ = false;
   Scenario scenario_;
   std::unique_ptr<ParallelLayout> layout_;
   std::unique_ptr<SimContext> ctx_;
@@ -99,14 +162,17 @@ TEST_P(NumericDataTest, ACorrectSumPassesWhetherTheReferenceReusesOrRegeneratesI
 TEST_P(NumericDataTest, OneWrongElementIsOutsideTheTolerance) {
   ReductionChecker checker;
   const SimTensor sum = Sum(1);
-  // Element 997 (in the digest's tail) becomes rank 0's input alone: the
-  // other ranks' contributions are missing from it.
+  // The last kept element before 998 (997, in the digest's tail; sampled:
+  // 967) becomes rank 0's input alone: the other ranks' contributions are
+  // missing from it.
+  const int64_t e = ctx_->sampler.Unrank(ctx_->sampler.Rank(998) - 1);
+  EXPECT_EQ(e, sampled_ ? 967 : 997);
   const std::vector<uint32_t> rank0 = NumericInput(*ctx_, 0, 1, kElems);
-  const SimTensor wrong = WithElement(sum, 997, rank0[997]);
+  const SimTensor wrong = WithElement(sum, e, rank0[static_cast<size_t>(ctx_->sampler.Rank(e))]);
   EXPECT_FALSE(Check(checker, 0, 1, wrong));
   ASSERT_TRUE(ctx_->finding.has_value());
   EXPECT_EQ(ctx_->finding->detector, Detector::kNumericTolerance);
-  EXPECT_NE(ctx_->finding->summary.find("element 997"), std::string::npos)
+  EXPECT_NE(ctx_->finding->summary.find(absl::StrFormat("element %d =", e)), std::string::npos)
       << ctx_->finding->summary;
 }
 
@@ -117,14 +183,56 @@ TEST_P(NumericDataTest, OneFlippedLowBitBreaksBitwiseAgreement) {
   // Within tolerance, but not the same bits as rank 0's result: element 3
   // (inside the digest's first 8-element block) off by one unit in the last
   // place.
-  const uint32_t bits = (*sum.runs.runs().front().value.numeric)[3];
+  const uint32_t bits = sum.runs.runs().front().value.numeric->bits[3];
   const SimTensor off = WithElement(sum, 3, bits ^ 1u);
   EXPECT_FALSE(Check(checker, 1, 1, off));
   ASSERT_TRUE(ctx_->finding.has_value());
   EXPECT_EQ(ctx_->finding->detector, Detector::kBitwiseAgreement);
 }
 
-INSTANTIATE_TEST_SUITE_P(Dtypes, NumericDataTest, ::testing::Values("bf16", "fp16", "fp32"));
+// A tensor holding rank 0's elements from 3 on where its elements from 0 on
+// belong (a slice read at the wrong offset, though its coordinates agree):
+// numeric data compares place by place and finds other values; sampled data
+// keeps none of the same places and says the data belongs to other offsets.
+TEST_P(NumericDataTest, DataOfOtherOffsetsIsCaught) {
+  ReductionChecker checker;
+  const SimTensor longer = MakeInput(*ctx_, 0, 1, kElems + 3);
+  const SimTensor moved = SliceElements(longer, 3, kElems);
+  const std::vector<int> only_rank0 = {0};
+  EXPECT_FALSE(checker.Check(
+      *ctx_, ReductionCheck{0, SiteRef{}, 1, only_rank0, /*group_key=*/2, kElems, /*origin=*/0},
+      moved));
+  ASSERT_TRUE(ctx_->finding.has_value());
+  EXPECT_EQ(ctx_->finding->detector,
+            sampled_ ? Detector::kMessageLayout : Detector::kNumericTolerance)
+      << ctx_->finding->summary;
+}
+
+// An injected −0 and negative subnormal land on kept elements (sampled:
+// the first kept at or after the range's first element and its middle), so
+// the value says it carries them, as it does on every element.
+TEST_P(NumericDataTest, InjectedElementClassesAreCarried) {
+  const InputInjection injected{kHasNegZero | kHasNegSubnormal, /*first=*/100, /*elems=*/300};
+  const SimTensor in = MakeInput(*ctx_, 2, 1, kElems, injected);
+  ASSERT_EQ(in.runs.runs().size(), 1u);
+  const SimValue& v = in.runs.runs().front().value;
+  EXPECT_EQ(v.flags & (kHasNegZero | kHasNegSubnormal), kHasNegZero | kHasNegSubnormal);
+  const std::vector<uint32_t> bits = NumericInput(*ctx_, 2, 1, kElems, injected);
+  EXPECT_EQ(bits, v.numeric->bits) << "the reference regenerates what the rank sent";
+  const int64_t zero_at = sampled_ ? 128 : 100, subnormal_at = sampled_ ? 256 : 250;
+  const auto elem = static_cast<protocol::Elem>(scenario_.dispatch.dtype);
+  EXPECT_EQ(bits[static_cast<size_t>(ctx_->sampler.Rank(zero_at))], protocol::NegZeroBits(elem));
+  EXPECT_TRUE(
+      protocol::IsSubnormalBits(bits[static_cast<size_t>(ctx_->sampler.Rank(subnormal_at))], elem));
+}
+
+INSTANTIATE_TEST_SUITE_P(Dtypes, NumericDataTest,
+                         ::testing::Combine(::testing::Values("bf16", "fp16", "fp32"),
+                                            ::testing::Values("numeric", "sampled")),
+                         [](const ::testing::TestParamInfo<NumericDataTest::ParamType>& param) {
+                           return std::string(std::get<0>(param.param)) + "_" +
+                                  std::get<1>(param.param);
+                         });
 
 }  // namespace
 }  // namespace lockstep

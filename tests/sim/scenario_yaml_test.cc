@@ -101,6 +101,30 @@ TEST(ScenarioYamlTest, ZeroAndHugeTokenCountsAreRejected) {
               HasSubstr("out of range"));
 }
 
+TEST(ScenarioYamlTest, SampledDataTakesAPowerOfTwoStrideAndRoundTrips) {
+  const std::string head = "name: x\nhardware: h200x8\nparallel: {tp: 2}\nmodel: llama-3-70b\n";
+  EXPECT_THAT(ParseError(head + "workload: {data: symbolic}\n").message(),
+              HasSubstr("workload.data: expected provenance, numeric or sampled, got 'symbolic'"));
+  EXPECT_THAT(ParseError(head + "workload: {data: sampled, sample_stride: 1000}\n").message(),
+              HasSubstr("bad.yaml:5: workload.sample_stride: expected a power of two, got 1000 "
+                        "(try 512)"));
+  EXPECT_THAT(ParseError(head + "workload: {data: sampled, sample_stride: 4}\n").message(),
+              HasSubstr("workload.sample_stride"));
+  EXPECT_THAT(ParseError(head + "workload: {data: numeric, sample_stride: 64}\n").message(),
+              HasSubstr("only sampled data reads it: set workload.data: sampled or drop it"));
+  for (const char* workload :
+       {"workload: {data: sampled}\n", "workload: {data: sampled, sample_stride: 64}\n"}) {
+    absl::StatusOr<Scenario> s = ParseScenario(head + workload, "ok.yaml", TopologiesDir());
+    ASSERT_TRUE(s.ok()) << s.status();
+    EXPECT_EQ(s->workload.data, DataMode::kSampled);
+    const std::string yaml = ScenarioToYaml(*s);
+    absl::StatusOr<Scenario> back = ParseScenario(yaml, "back.yaml", "");
+    ASSERT_TRUE(back.ok()) << back.status() << "\n" << yaml;
+    EXPECT_EQ(ScenarioToYaml(*back), yaml);
+    EXPECT_EQ(back->workload.sample_stride, s->workload.sample_stride);
+  }
+}
+
 TEST(ScenarioYamlTest, SpeculativeLengthsNeedSpeculativeAndRoundTrip) {
   const std::string head = "name: x\nhardware: h200x8\nparallel: {tp: 2}\nmodel: llama-3-70b\n";
   EXPECT_THAT(ParseError(head + "workload: {max_model_len: 10}\n").message(),
