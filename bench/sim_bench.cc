@@ -11,6 +11,7 @@
 #include <benchmark/benchmark.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -263,7 +264,9 @@ BENCHMARK(BM_SimVersusOpenMpi)
 // fused kernels, 4 steps of 1, 8, 16 and 300 tokens over 4 layers
 // (tp8-llama3-h200's workload). `numeric_ratio` = numeric time / symbolic
 // time, `sampled_ratio` = sampled time / symbolic time (goal: within 5x);
-// set-up excluded, verdicts checked.
+// set-up excluded, verdicts checked; each mode's time is the fastest of 5
+// runs (a symbolic run is a fraction of a millisecond: one run's noise was
+// a third of it on the GPU host).
 void BM_NumericVersusSymbolic(benchmark::State& state) {
   Scenario s = ThroughputScenario(8, /*fused=*/true, 4);
   s.model.hidden = 8192;
@@ -271,14 +274,22 @@ void BM_NumericVersusSymbolic(benchmark::State& state) {
   s.dispatch.dtype = DType::kBf16;
   s.dispatch.max_tokens = 256;
   s.workload.tokens = {1, 8, 16, 300};
+  // The fastest of 5 runs in `mode`; 0 if one was not clean.
+  auto fastest = [&](DataMode mode) {
+    s.workload.data = mode;
+    double best = 0;
+    for (int i = 0; i < 5; ++i) {
+      const double t = RunTimed(s, /*keep_decisions=*/true).seconds;
+      if (t == 0) return 0.0;
+      best = i == 0 ? t : std::min(best, t);
+    }
+    return best;
+  };
   double symbolic = 0, numeric = 0, sampled = 0;
   for (auto _ : state) {
-    s.workload.data = DataMode::kProvenance;
-    symbolic = RunTimed(s, /*keep_decisions=*/true).seconds;
-    s.workload.data = DataMode::kNumeric;
-    numeric = RunTimed(s, /*keep_decisions=*/true).seconds;
-    s.workload.data = DataMode::kSampled;
-    sampled = RunTimed(s, /*keep_decisions=*/true).seconds;
+    symbolic = fastest(DataMode::kProvenance);
+    numeric = fastest(DataMode::kNumeric);
+    sampled = fastest(DataMode::kSampled);
   }
   if (symbolic == 0 || numeric == 0 || sampled == 0) {
     state.SkipWithError("a run did not end clean");

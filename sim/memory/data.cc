@@ -118,19 +118,18 @@ std::vector<uint32_t> NumericInput(const SimContext& ctx, int rank, uint64_t ins
                                    int64_t elems, const InputInjection& injected) {
   std::vector<uint32_t> bits = NumericElements(ctx, rank, instance, 0, elems);
   // Injected element classes land at fixed, seed-independent places of
-  // their range: its first element and its middle (sampled data: the first
-  // kept elements at or after them, so that the classes are carried).
+  // their range: its first kept element and its middle one (numeric data:
+  // the range's first element and element n / 2; sampled data keeps both
+  // inside the range, so that the classes are carried).
   const int64_t first = std::min(injected.first, elems);
   const int64_t n = injected.elems < 0 ? elems - first : std::min(injected.elems, elems - first);
-  const NumericSampler& sampler = ctx.sampler;
-  const int64_t zero_at = sampler.Next(first);
-  if ((injected.flags & kHasNegZero) != 0 && n > 0 && zero_at < first + n) {
-    bits[static_cast<size_t>(sampler.Rank(zero_at))] = proto::NegZeroBits(ctx.elem);
+  const int64_t base = ctx.sampler.Rank(first);  // entry of the range's first kept element
+  const int64_t kept = ctx.sampler.Count(first, first + n);
+  if ((injected.flags & kHasNegZero) != 0 && kept > 0) {
+    bits[static_cast<size_t>(base)] = proto::NegZeroBits(ctx.elem);
   }
-  int64_t subnormal_at = sampler.Next(first + n / 2);
-  if (subnormal_at == zero_at) subnormal_at = sampler.Next(zero_at + 1);
-  if ((injected.flags & kHasNegSubnormal) != 0 && n > 1 && subnormal_at < first + n) {
-    bits[static_cast<size_t>(sampler.Rank(subnormal_at))] = NegativeSubnormal(ctx.elem);
+  if ((injected.flags & kHasNegSubnormal) != 0 && kept > 1) {
+    bits[static_cast<size_t>(base + kept / 2)] = NegativeSubnormal(ctx.elem);
   }
   return bits;
 }
@@ -261,6 +260,35 @@ void SplitAt(Accumulator& acc, int64_t at) {
   }
 }
 
+// Adds piece `p`'s elements into `acc`'s at `offset` (numeric mode: the
+// kept ones; the first chunk's are stored). Returns false, adding nothing,
+// where the piece holds contribution elements whose kept ones are not the
+// sum's there (sampled data moved by other than a multiple of the stride:
+// layouts disagreed). Out of line: provenance mode's AccumulatorAdd stays
+// small.
+[[gnu::noinline]] bool AddNumeric(SimContext& ctx, Accumulator& acc, const Piece& p, int64_t offset,
+                                  bool first) {
+  const SimValue& v = p.value;
+  const int64_t to = acc.src - acc.numeric_base + offset;  // the sum's contribution element
+  if (!ctx.sampler.Aligned(p.src - v.numeric_base - to)) return false;
+  const uint32_t* in = KeptBits(ctx, v, p.src);
+  float* sum = acc.values.data() + ctx.sampler.Count(acc.src - acc.numeric_base, to);
+  const int64_t n = ctx.sampler.Count(to, to + p.len);
+  WithElem(ctx.elem, [&](auto elem) {
+    if (first) {
+      for (int64_t k = 0; k < n; ++k) sum[k] = proto::ToFloat(in[k], elem);
+    } else if (acc.fp32) {
+      for (int64_t k = 0; k < n; ++k) sum[k] += proto::ToFloat(in[k], elem);
+    } else {
+      // Rounded to the element type after every add.
+      for (int64_t k = 0; k < n; ++k) {
+        sum[k] = proto::ToFloat(proto::FromFloat(sum[k] + proto::ToFloat(in[k], elem), elem), elem);
+      }
+    }
+  });
+  return true;
+}
+
 }  // namespace
 
 void AccumulatorAdd(SimContext& ctx, Accumulator& acc, const SimChunk& chunk) {
@@ -287,13 +315,11 @@ void AccumulatorAdd(SimContext& ctx, Accumulator& acc, const SimChunk& chunk) {
   int64_t offset = 0;
   for (const Piece& p : chunk.pieces) {
     const SimValue& v = p.value;
-    // The contribution elements the piece holds and those of the sum it is
-    // added to: different places only where layouts disagree. Sampled data
-    // can add them only where both keep the same elements; elsewhere the
-    // sum is marked as holding other offsets' data (as it does).
-    const int64_t to = acc.src - acc.numeric_base + offset;
-    const bool numeric = ctx.numeric_mode && v.numeric != nullptr;
-    const bool unsampled = numeric && !ctx.sampler.Aligned(p.src - v.numeric_base - to);
+    // Numeric mode adds the piece's elements (AddNumeric); sampled data
+    // cannot where the piece's kept elements are not the sum's, and the sum
+    // is marked as holding other offsets' data (as it does).
+    const bool unsampled =
+        ctx.numeric_mode && v.numeric != nullptr && !AddNumeric(ctx, acc, p, offset, first);
     const bool shifted = (v.flags & kShifted) != 0 || p.src != acc.src + offset || unsampled;
     for (Accumulator::Segment& seg : acc.segments) {
       if (seg.end <= offset || seg.begin >= offset + p.len) continue;
@@ -303,24 +329,6 @@ void AccumulatorAdd(SimContext& ctx, Accumulator& acc, const SimChunk& chunk) {
       seg.sum.bits =
           StableHasher::Mix(seg.sum.bits * 0x9e3779b97f4a7c15ull + v.bits + (acc.fp32 ? 1u : 0u));
       if (shifted) seg.sum.flags |= kShifted;
-    }
-    if (numeric && !unsampled) {
-      const uint32_t* in = KeptBits(ctx, v, p.src);
-      float* sum = acc.values.data() + ctx.sampler.Count(acc.src - acc.numeric_base, to);
-      const int64_t n = ctx.sampler.Count(to, to + p.len);
-      WithElem(ctx.elem, [&](auto elem) {
-        if (first) {
-          for (int64_t k = 0; k < n; ++k) sum[k] = proto::ToFloat(in[k], elem);
-        } else if (acc.fp32) {
-          for (int64_t k = 0; k < n; ++k) sum[k] += proto::ToFloat(in[k], elem);
-        } else {
-          // Rounded to the element type after every add.
-          for (int64_t k = 0; k < n; ++k) {
-            sum[k] =
-                proto::ToFloat(proto::FromFloat(sum[k] + proto::ToFloat(in[k], elem), elem), elem);
-          }
-        }
-      });
     }
     offset += p.len;
   }

@@ -33,16 +33,17 @@ class RelaxedVisibility;
 
 // The elements numeric data carries: all of them (`data: numeric`), or 8 in
 // every workload.sample_stride (`data: sampled`). The default stride is the
-// largest power of two not above hidden / 2, within [8, 4096]: at least 16
-// kept elements in every row (a rank's rows, a row collective's shares and a
-// fault's rows all keep some), and at hidden 8192 a cost within 5x of
-// provenance mode's (bench/sim_bench.cc, BM_NumericVersusSymbolic).
+// largest power of two not above hidden, within [8, 8192]: every range of a
+// row's length keeps 8 or more elements (a rank's rows, a row collective's
+// shares and a fault's rows all keep some), and at hidden 8192 the cost is
+// near provenance mode's (bench/sim_bench.cc, BM_NumericVersusSymbolic: each
+// kept element costs some 16 passes per rank and call).
 inline NumericSampler SamplerFor(const Scenario& s) {
   if (s.workload.data != DataMode::kSampled) return NumericSampler{};
   int64_t stride = s.workload.sample_stride;
   if (stride == 0) {
     stride = static_cast<int64_t>(
-        std::bit_floor(static_cast<uint64_t>(std::clamp<int64_t>(s.model.hidden / 2, 8, 4096))));
+        std::bit_floor(static_cast<uint64_t>(std::clamp<int64_t>(s.model.hidden, 8, 8192))));
   }
   return NumericSampler{std::countr_zero(static_cast<uint64_t>(stride)), 8};
 }

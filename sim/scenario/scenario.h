@@ -100,7 +100,7 @@ struct WorkloadSpec {
   DataMode data = DataMode::kProvenance;
   // Sampled data: 8 consecutive elements kept in every `sample_stride` (a
   // power of two, 8 to 2^20); 0: the largest power of two not above
-  // hidden / 2, within [8, 4096] (SamplerFor).
+  // hidden, within [8, 8192] (SamplerFor).
   int64_t sample_stride = 0;
   bool ftz = false;  // kernels run with flush-to-zero
   // The fused kernel's tactic is tuned at start-up over each TP group (a

@@ -3,7 +3,7 @@
 // inputs, fp32 accumulation asked for by one rank, an uncleared Lamport
 // buffer), under the reference and the mutants those faults expose, give the
 // same verdict in both modes, and that verdict is the one each is known for.
-// Hidden is cut to 1024 (sampled keeps 8 in every 512 elements) so that the
+// Hidden is cut to 1024 (sampled keeps 8 elements of each 1024) so that the
 // numeric runs stay short. Label `long` (exploration_test).
 
 #include <string>

@@ -56,18 +56,18 @@ TEST(NumericSamplerTest, RanksCountAndWalksTheKeptElementsAsCountingDoes) {
   }
 }
 
-TEST(NumericSamplerTest, SampledDataKeepsSixteenOrMoreElementsOfEveryRow) {
+TEST(NumericSamplerTest, SampledDataKeepsEightOrMoreElementsOfEveryRow) {
   Scenario s;
   s.workload.data = DataMode::kSampled;
-  for (const auto& [hidden, stride] : {std::pair<int64_t, int64_t>{8192, 4096},
-                                       {7168, 2048},
-                                       {16384, 4096},
-                                       {1024, 512},
+  for (const auto& [hidden, stride] : {std::pair<int64_t, int64_t>{8192, 8192},
+                                       {7168, 4096},
+                                       {16384, 8192},
+                                       {1000, 512},
                                        {8, 8}}) {
     s.model.hidden = hidden;
     const NumericSampler sampler = SamplerFor(s);
     EXPECT_EQ(sampler.stride(), stride) << "hidden " << hidden;
-    EXPECT_GE(sampler.Count(hidden * 5 + 3, hidden * 6 + 3), std::min<int64_t>(hidden, 16));
+    EXPECT_GE(sampler.Count(hidden * 5 + 3, hidden * 6 + 3), 8);
   }
   s.workload.sample_stride = 64;
   EXPECT_EQ(SamplerFor(s).stride(), 64);
@@ -208,22 +208,36 @@ TEST_P(NumericDataTest, DataOfOtherOffsetsIsCaught) {
       << ctx_->finding->summary;
 }
 
-// An injected −0 and negative subnormal land on kept elements (sampled:
-// the first kept at or after the range's first element and its middle), so
-// the value says it carries them, as it does on every element.
+// An injected −0 and negative subnormal land on kept elements (the range's
+// first and middle kept ones; on every element, its first and element
+// n / 2), so the value says it carries them, as it does on every element;
+// also where the range's middle element is not kept and no kept element
+// follows it inside the range (one 64-element row at 960).
 TEST_P(NumericDataTest, InjectedElementClassesAreCarried) {
-  const InputInjection injected{kHasNegZero | kHasNegSubnormal, /*first=*/100, /*elems=*/300};
-  const SimTensor in = MakeInput(*ctx_, 2, 1, kElems, injected);
-  ASSERT_EQ(in.runs.runs().size(), 1u);
-  const SimValue& v = in.runs.runs().front().value;
-  EXPECT_EQ(v.flags & (kHasNegZero | kHasNegSubnormal), kHasNegZero | kHasNegSubnormal);
-  const std::vector<uint32_t> bits = NumericInput(*ctx_, 2, 1, kElems, injected);
-  EXPECT_EQ(bits, v.numeric->bits) << "the reference regenerates what the rank sent";
-  const int64_t zero_at = sampled_ ? 128 : 100, subnormal_at = sampled_ ? 256 : 250;
-  const auto elem = static_cast<protocol::Elem>(scenario_.dispatch.dtype);
-  EXPECT_EQ(bits[static_cast<size_t>(ctx_->sampler.Rank(zero_at))], protocol::NegZeroBits(elem));
-  EXPECT_TRUE(
-      protocol::IsSubnormalBits(bits[static_cast<size_t>(ctx_->sampler.Rank(subnormal_at))], elem));
+  struct Place {
+    int64_t first, elems, zero_at, subnormal_at;
+  };
+  // [100, 400) keeps 40 elements (stride 64): 128..135, 192..199, 256..263,
+  // 320..327, 384..391; the 21st is 260.
+  const Place places[] = {sampled_ ? Place{100, 300, 128, 260} : Place{100, 300, 100, 250},
+                          sampled_ ? Place{960, 40, 960, 964} : Place{960, 40, 960, 980}};
+  for (const Place& p : places) {
+    const InputInjection injected{kHasNegZero | kHasNegSubnormal, p.first, p.elems};
+    const SimTensor in = MakeInput(*ctx_, 2, 1, kElems, injected);
+    ASSERT_EQ(in.runs.runs().size(), 1u);
+    const SimValue& v = in.runs.runs().front().value;
+    EXPECT_EQ(v.flags & (kHasNegZero | kHasNegSubnormal), kHasNegZero | kHasNegSubnormal)
+        << p.first;
+    const std::vector<uint32_t> bits = NumericInput(*ctx_, 2, 1, kElems, injected);
+    EXPECT_EQ(bits, v.numeric->bits) << "the reference regenerates what the rank sent";
+    const auto elem = static_cast<protocol::Elem>(scenario_.dispatch.dtype);
+    EXPECT_EQ(bits[static_cast<size_t>(ctx_->sampler.Rank(p.zero_at))],
+              protocol::NegZeroBits(elem))
+        << p.first;
+    EXPECT_TRUE(protocol::IsSubnormalBits(
+        bits[static_cast<size_t>(ctx_->sampler.Rank(p.subnormal_at))], elem))
+        << p.first;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Dtypes, NumericDataTest,
