@@ -222,10 +222,11 @@ MemoryEstimate EstimateRunMemory(const Scenario& s, const ParallelLayout& layout
     const uint64_t elems = sampler.all() ? buffer
                                          : Mul(buffer / static_cast<uint64_t>(sampler.stride()) + 1,
                                                static_cast<uint64_t>(sampler.block));
-    part(absl::StrFormat("%s data (%d ranks x %d elements = tokens x hidden%s; data: "
-                         "provenance needs none)",
-                         sampler.all() ? "numeric" : "sampled", world, elems,
-                         sampler.all() ? "" : absl::StrFormat(" / %d x 8", sampler.stride())),
+    part(absl::StrFormat(
+             "%s data (%d ranks x %d elements = tokens x hidden%s; data: "
+             "provenance needs none)",
+             s.workload.data == DataMode::kSampled ? "sampled" : "numeric", world, elems,
+             sampler.all() ? "" : absl::StrFormat(" / %d x %d", sampler.stride(), sampler.block)),
          Add(Mul(world, Mul(elems, kNumericRankBytesPerElem)),
              Mul(elems, kNumericCheckBytesPerElem)));
   }

@@ -68,8 +68,8 @@ uint8_t ScanFlags(std::span<const uint32_t> bits, proto::Elem e) {
 // Smallest negative subnormal of `e` with a few mantissa bits set.
 uint32_t NegativeSubnormal(proto::Elem e) { return proto::SignBit(e) | 0x3u; }
 
-// The bits of `v`'s element x (a kept one) and those of the kept elements
-// after it (numeric mode).
+// The bits of `v`'s kept elements from its element x on (x itself if kept,
+// else the first kept one after it; numeric mode).
 const uint32_t* KeptBits(const SimContext& ctx, const SimValue& v, int64_t x) {
   return v.numeric->bits.data() + (ctx.sampler.Rank(x - v.numeric_base) - v.numeric->first);
 }
@@ -299,7 +299,18 @@ void AccumulatorAdd(SimContext& ctx, Accumulator& acc, const SimChunk& chunk) {
     acc.src = chunk.pieces.empty() ? 0 : chunk.pieces.front().src;
     acc.segments.assign(1, Accumulator::Segment{0, chunk.len, SimValue{}});
     if (ctx.numeric_mode) {
-      acc.numeric_base = chunk.pieces.empty() ? 0 : chunk.pieces.front().value.numeric_base;
+      // Where the sum's elements are in the contributions' index space: as
+      // its first piece that carries elements says (a zero piece carries
+      // none, and says nothing).
+      acc.numeric_base = 0;
+      int64_t at_piece = 0;
+      for (const Piece& p : chunk.pieces) {
+        if (p.value.numeric != nullptr) {
+          acc.numeric_base = p.value.numeric_base - (p.src - (acc.src + at_piece));
+          break;
+        }
+        at_piece += p.len;
+      }
       const int64_t at = acc.src - acc.numeric_base;
       acc.values.assign(static_cast<size_t>(ctx.sampler.Count(at, at + chunk.len)), 0.0f);
     }

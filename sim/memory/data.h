@@ -68,8 +68,9 @@ struct Accumulator {
   absl::InlinedVector<Segment, 1> segments;
   int64_t src = 0;
   int64_t len = 0;
-  // Numeric mode: the kept elements of the sum (NumericSampler), element 0
-  // being contribution element src - numeric_base (the first piece's).
+  // Numeric mode: the kept elements of the sum (NumericSampler), from
+  // contribution element src - numeric_base on (numeric_base: that of the
+  // first piece that carries elements).
   int64_t numeric_base = 0;
   std::vector<float> values;
 };

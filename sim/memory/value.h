@@ -82,12 +82,8 @@ struct NumericSampler {
     return (a >> shift) * block + std::min(a & (stride() - 1), block);
   }
   int64_t Count(int64_t a, int64_t b) const { return Rank(b) - Rank(a); }
-  // The kept element of rank r.
+  // The kept element of rank r (r >= 0).
   int64_t Unrank(int64_t r) const { return ((r / block) << shift) + r % block; }
-  // The first kept element at or after a.
-  int64_t Next(int64_t a) const {
-    return (a & (stride() - 1)) < block ? a : ((a >> shift) + 1) << shift;
-  }
   // Whether data moved by `delta` elements keeps its kept elements kept
   // (else a sum of it with unmoved data has no common elements to add).
   bool Aligned(int64_t delta) const { return all() || (delta & (stride() - 1)) == 0; }

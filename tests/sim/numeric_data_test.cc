@@ -31,9 +31,6 @@ TEST(NumericSamplerTest, RanksCountAndWalksTheKeptElementsAsCountingDoes) {
     int64_t rank = 0;
     for (int64_t e = 0; e < 3000; ++e) {
       ASSERT_EQ(sampler.Rank(e), rank) << e;
-      int64_t next = e;
-      while (!kept(next)) ++next;
-      ASSERT_EQ(sampler.Next(e), next) << e;
       if (kept(e)) {
         ASSERT_EQ(sampler.Unrank(rank), e);
         ++rank;
@@ -85,7 +82,7 @@ class NumericDataTest : public ::testing::TestWithParam<std::tuple<const char*, 
 name: numeric-unit
 hardware: h200x8
 parallel: {tp: 4}
-model: {name: tiny, hidden: 8, layers: 1}
+model: {name: tiny, hidden: 64, layers: 1}
 dispatch: {dtype: )") + dtype + R"(}
 workload: {steps: 1, tokens: [1], data: )" + data + (sampled_ ? ", sample_stride: 64" : "") +
                                                     R"(}
@@ -231,8 +228,7 @@ TEST_P(NumericDataTest, InjectedElementClassesAreCarried) {
     const std::vector<uint32_t> bits = NumericInput(*ctx_, 2, 1, kElems, injected);
     EXPECT_EQ(bits, v.numeric->bits) << "the reference regenerates what the rank sent";
     const auto elem = static_cast<protocol::Elem>(scenario_.dispatch.dtype);
-    EXPECT_EQ(bits[static_cast<size_t>(ctx_->sampler.Rank(p.zero_at))],
-              protocol::NegZeroBits(elem))
+    EXPECT_EQ(bits[static_cast<size_t>(ctx_->sampler.Rank(p.zero_at))], protocol::NegZeroBits(elem))
         << p.first;
     EXPECT_TRUE(protocol::IsSubnormalBits(
         bits[static_cast<size_t>(ctx_->sampler.Rank(p.subnormal_at))], elem))

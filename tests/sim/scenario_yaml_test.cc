@@ -112,6 +112,9 @@ TEST(ScenarioYamlTest, SampledDataTakesAPowerOfTwoStrideAndRoundTrips) {
               HasSubstr("workload.sample_stride"));
   EXPECT_THAT(ParseError(head + "workload: {data: numeric, sample_stride: 64}\n").message(),
               HasSubstr("only sampled data reads it: set workload.data: sampled or drop it"));
+  EXPECT_THAT(ParseError(head + "workload: {data: sampled, sample_stride: 16384}\n").message(),
+              HasSubstr("workload.sample_stride: 16384 is wider than a row (model.hidden 8192), "
+                        "so some rows would keep no element: use at most 8192"));
   for (const char* workload :
        {"workload: {data: sampled}\n", "workload: {data: sampled, sample_stride: 64}\n"}) {
     absl::StatusOr<Scenario> s = ParseScenario(head + workload, "ok.yaml", TopologiesDir());
