@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
@@ -283,6 +284,13 @@ SimResult AnalyzeEndState(const SimRun& run) {
   int64_t first_timeout = -1;
   int first_timeout_rank = -1;
   std::string first_timeout_kind;
+  // What each blocked rank waits on, asked once: the propagation below and
+  // the report both read it.
+  std::vector<std::vector<int>> waits_on(blocked.size());
+  for (size_t i = 0; i < blocked.size(); ++i) {
+    const BlockReason& reason = ctx.scheduler.reason(blocked[i]);
+    waits_on[i] = reason.waitable->WaitsOn(blocked[i], reason.detail);
+  }
   // Waits a fault made hopeless: on a dead rank or on a write it destroyed,
   // directly or through ranks that are themselves stuck that way. Only those
   // are rescued, loudly, by the bounded waits and the watchdog.
@@ -290,13 +298,12 @@ SimResult AnalyzeEndState(const SimRun& run) {
   for (int r : dead) hopeless[static_cast<size_t>(r)] = true;
   for (bool changed = true; changed;) {
     changed = false;
-    for (int r : blocked) {
+    for (size_t i = 0; i < blocked.size(); ++i) {
+      const int r = blocked[i];
       if (hopeless[static_cast<size_t>(r)]) continue;
       const BlockReason& reason = ctx.scheduler.reason(r);
       bool stuck = reason.waitable->WaitsOnLostWrite(r, reason.detail);
-      for (int target : reason.waitable->WaitsOn(r, reason.detail)) {
-        stuck |= hopeless[static_cast<size_t>(target)];
-      }
+      for (int target : waits_on[i]) stuck |= hopeless[static_cast<size_t>(target)];
       if (stuck) {
         hopeless[static_cast<size_t>(r)] = true;
         changed = true;
@@ -306,10 +313,14 @@ SimResult AnalyzeEndState(const SimRun& run) {
   const bool all_hopeless = std::all_of(blocked.begin(), blocked.end(),
                                         [&](int r) { return hopeless[static_cast<size_t>(r)]; });
   std::vector<int> unbounded;
-  for (int r : blocked) {
+  // One entry per blocked rank, built in place: at thousands of blocked ranks
+  // the report's time is these entries (docs/PERFORMANCE.md, "Hang report
+  // latency").
+  waits.get_ref<nlohmann::json::array_t&>().reserve(blocked.size());
+  for (size_t i = 0; i < blocked.size(); ++i) {
+    const int r = blocked[i];
     const BlockReason& reason = ctx.scheduler.reason(r);
-    const std::string what = reason.waitable->DescribeWait(r, reason.detail);
-    const std::vector<int> on = reason.waitable->WaitsOn(r, reason.detail);
+    std::string what = reason.waitable->DescribeWait(r, reason.detail);
     const bool kernel = dynamic_cast<const SimComm*>(reason.waitable) == nullptr &&
                         dynamic_cast<const SimMailbox*>(reason.waitable) == nullptr;
     const int64_t fires =
@@ -323,11 +334,19 @@ SimResult AnalyzeEndState(const SimRun& run) {
       first_timeout_rank = r;
       first_timeout_kind = kernel ? "the fused kernel's bounded wait" : "the NCCL watchdog";
     }
-    waits.push_back(
-        {{"rank", r}, {"waits_for", what}, {"waits_on", on}, {"since_ns", reason.since_ns}});
-    dot += absl::StrFormat("  r%d [label=\"rank %d\\n%s\"];\n", r, r,
-                           absl::StrReplaceAll(what, {{"\"", "'"}}));
-    for (int target : on) dot += absl::StrFormat("  r%d -> r%d;\n", r, target);
+    const std::string node = absl::StrCat("r", r);
+    absl::StrAppend(
+        &dot, "  ", node, " [label=\"rank ", r, "\\n",
+        what.find('"') == std::string::npos ? what : absl::StrReplaceAll(what, {{"\"", "'"}}),
+        "\"];\n");
+    for (int target : waits_on[i]) absl::StrAppend(&dot, "  ", node, " -> r", target, ";\n");
+    nlohmann::json entry(nlohmann::json::value_t::object);
+    auto& fields = entry.get_ref<nlohmann::json::object_t&>();
+    fields.emplace("rank", r);
+    fields.emplace("since_ns", reason.since_ns);
+    fields.emplace("waits_for", std::move(what));
+    fields.emplace("waits_on", std::move(waits_on[i]));
+    waits.push_back(std::move(entry));
   }
   for (int r : dead)
     dot += absl::StrFormat("  r%d [label=\"rank %d\\ndead\", style=dashed];\n", r, r);
