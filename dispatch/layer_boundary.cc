@@ -178,8 +178,12 @@ ExitPlan PlanFfnExit(const ParallelWidths& w, const ExitInputs& in) {
   if (w.tp <= 1) return plan;
   const ExitFacts f = FfnExitFacts(w, in);
   plan.merged = in.ffn == FfnKind::kMoe && w.MergesPostExperts();
-  const std::vector<GroupRole> now =
-      in.ffn == FfnKind::kMoe ? PostExpertsReductions(w) : std::vector<GroupRole>{GroupRole::kTp};
+  // What completing the sum now takes; built only on the paths that do (a
+  // deferred sum, the common decode case, allocates nothing).
+  auto now = [&] {
+    return in.ffn == FfnKind::kMoe ? PostExpertsReductions(w)
+                                   : std::vector<GroupRole>{GroupRole::kTp};
+  };
   plan.group = GroupRole::kTp;
   if (w.DpAttention()) {
     // _select_dp_reduce_scatter (exit.py:76-95): reduce-scatterv, then a
@@ -197,15 +201,15 @@ ExitPlan PlanFfnExit(const ParallelWidths& w, const ExitInputs& in) {
       return plan;
     }
     plan.kind = ExitKind::kAllReduceThenScatter;
-    plan.reductions = now;
+    plan.reductions = now();
     return plan;
   }
   if (f.single_sum && in.tokens > 0) {
     plan.kind = ExitKind::kDefer;
     return plan;
   }
-  plan.kind = now.empty() ? ExitKind::kNothing : ExitKind::kCompleteNow;
-  plan.reductions = now;
+  plan.reductions = now();
+  plan.kind = plan.reductions.empty() ? ExitKind::kNothing : ExitKind::kCompleteNow;
   return plan;
 }
 

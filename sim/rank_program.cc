@@ -301,8 +301,7 @@ class SimHost {
     if (nccl == nullptr) return !ctx_.stopped();  // a group of one rank: nothing to do
     SimComm* comm = nccl->comm();
     const std::shared_ptr<const RowCounts> counts = run_.RowCountsOf(rows, hidden);
-    const SimTensor in = std::move(data);
-    data = SimTensor{};
+    const SimTensor in = TakeTensor(data);
     // Not a dispatched all-reduce: it goes straight to NCCL and is not on
     // the trace (which records the dispatch core's calls).
     if (op == RowCollective::kReduceScatter) {

@@ -50,7 +50,7 @@ absl::Status SimFusedBackend::AllReduce(Tensor& tensor, const DecisionRecord& re
                                                context_.rank, workspace_->name()));
   }
   // The protocol reads `in` and writes the tensor afresh.
-  const SimTensor in = std::exchange(*data, SimTensor{});
+  const SimTensor in = TakeTensor(*data);
   const protocol::ProtocolStatus status = workspace_->RunAllReduce(member, record, in, *data);
   return context_.Leave(
       record, ToStatus(status, context_.rank, workspace_->peers(), workspace_->WaitBudgetNs()));
@@ -59,7 +59,7 @@ absl::Status SimFusedBackend::AllReduce(Tensor& tensor, const DecisionRecord& re
 absl::Status SimCustomBackend::AllReduce(Tensor& tensor, const DecisionRecord& record) {
   if (absl::Status s = context_.Enter(record); !s.ok()) return context_.Leave(record, s);
   auto* data = static_cast<SimTensor*>(tensor.data);
-  const SimTensor in = std::exchange(*data, SimTensor{});
+  const SimTensor in = TakeTensor(*data);
   // Its barrier waits are unbounded (as SGLang's): a wait is abandoned only
   // when the run shuts down.
   const protocol::ProtocolStatus status =
@@ -71,7 +71,7 @@ absl::Status SimCustomBackend::AllReduce(Tensor& tensor, const DecisionRecord& r
 absl::Status SimNcclBackend::AllReduce(Tensor& tensor, const DecisionRecord& record) {
   if (absl::Status s = context_.Enter(record); !s.ok()) return context_.Leave(record, s);
   auto* data = static_cast<SimTensor*>(tensor.data);
-  const SimTensor in = std::exchange(*data, SimTensor{});
+  const SimTensor in = TakeTensor(*data);
   const int member = comm_->MemberOf(context_.rank);
   comm_->AllReduce(member, tensor.desc.dtype, in, *data);
   if (comm_->TakeExpiry(member)) {

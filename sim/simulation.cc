@@ -245,6 +245,8 @@ absl::Status SimRun::Setup() {
     ctx.relaxed = relaxed.get();
   }
   ctx.scheduler.set_pending_work([this](uint64_t step, bool idle) {
+    // Asked after every scheduling step: most runs have nothing pending.
+    if (ctx.relaxed == nullptr && ctx.deferred.empty()) return false;
     // Stores in flight land first; with no rank runnable, one at a time.
     if (ctx.relaxed != nullptr && ctx.relaxed->Deliver(step, idle) && idle) return true;
     return ctx.RunDeferred(step, idle);

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -33,6 +34,16 @@ struct SimTensor {
 // DP's gather buffer holds before the gather).
 SimTensor MakeInputRange(SimContext& ctx, int rank, uint64_t instance, int64_t elems, int64_t first,
                          int64_t n);
+
+// `tensor`'s contents, moved out; `tensor` is left empty (a backend reads its
+// input and writes the tensor afresh).
+inline SimTensor TakeTensor(SimTensor& tensor) {
+  SimTensor out = std::move(tensor);
+  tensor.runs.Reset();
+  tensor.elems = 0;
+  tensor.origin = 0;
+  return out;
+}
 
 // Elements [first, first + n) of `tensor`, as a tensor of their own.
 SimTensor SliceElements(const SimTensor& tensor, int64_t first, int64_t n);
