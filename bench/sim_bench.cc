@@ -9,6 +9,7 @@
 // hang takes to be reported once the last runnable rank blocks.
 
 #include <benchmark/benchmark.h>
+#include <malloc.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -19,12 +20,45 @@
 #include <fstream>
 #include <functional>
 #include <memory>
+#include <new>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "sim/sim_run.h"
 #include "sim/simulation.h"
+
+// Heap accounting for the peak memory a run holds: every operator new and
+// delete of this benchmark counts the usable size of its block (the fiber
+// stacks, which Boost.Context takes with malloc, are not counted: 64 KiB of
+// address space per rank, resident only where touched).
+namespace {
+std::atomic<int64_t> heap_live{0};
+std::atomic<int64_t> heap_peak{0};
+
+void* CountedAlloc(size_t n) {
+  void* p = std::malloc(n == 0 ? 1 : n);
+  if (p == nullptr) throw std::bad_alloc();
+  const auto size = static_cast<int64_t>(malloc_usable_size(p));
+  const int64_t live = heap_live.fetch_add(size, std::memory_order_relaxed) + size;
+  int64_t peak = heap_peak.load(std::memory_order_relaxed);
+  while (live > peak && !heap_peak.compare_exchange_weak(peak, live, std::memory_order_relaxed)) {
+  }
+  return p;
+}
+void CountedFree(void* p) {
+  if (p == nullptr) return;
+  heap_live.fetch_sub(static_cast<int64_t>(malloc_usable_size(p)), std::memory_order_relaxed);
+  std::free(p);
+}
+}  // namespace
+
+void* operator new(size_t n) { return CountedAlloc(n); }
+void* operator new[](size_t n) { return CountedAlloc(n); }
+void operator delete(void* p) noexcept { CountedFree(p); }
+void operator delete[](void* p) noexcept { CountedFree(p); }
+void operator delete(void* p, size_t) noexcept { CountedFree(p); }
+void operator delete[](void* p, size_t) noexcept { CountedFree(p); }
 
 namespace lockstep {
 namespace {
@@ -101,14 +135,21 @@ TimedRun RunTimed(const Scenario& s, bool keep_decisions,
 
 // Rank-calls per second of the run itself: set-up is excluded, since it is
 // paid once per run and not per call; the verdict is checked.
+// `bytes_per_rank`: the growth of resident memory by the run's end, per rank;
+// `peak_heap_per_rank`: the most heap the run held at once, set-up included,
+// per rank (fiber stacks apart).
 double SimRankCallsPerSecond(int world, bool fused, int steps, uint64_t* calls_out,
-                             bool wide = false, int64_t* bytes_per_rank = nullptr) {
+                             bool wide = false, int64_t* bytes_per_rank = nullptr,
+                             int64_t* peak_heap_per_rank = nullptr) {
   const Scenario s = ThroughputScenario(world, fused, steps, wide);
   const int64_t before = ResidentBytes();
+  const int64_t heap_before = heap_live.load();
+  heap_peak.store(heap_before);
   const TimedRun t = RunTimed(s, /*keep_decisions=*/false, [&] {
     // What the run holds at its end (its state, fiber stacks, logs), per rank.
     if (bytes_per_rank != nullptr) *bytes_per_rank = (ResidentBytes() - before) / world;
   });
+  if (peak_heap_per_rank != nullptr) *peak_heap_per_rank = (heap_peak.load() - heap_before) / world;
   if (t.seconds == 0) return 0;
   *calls_out = t.result.rank_calls;
   return static_cast<double>(t.result.rank_calls) / t.seconds;
@@ -127,9 +168,10 @@ void BM_SimRankCalls(benchmark::State& state) {
   const int steps = std::max(2, 262144 / (world * (wide ? 8 : 16)));
   uint64_t calls = 0;
   double rate = 0;
-  int64_t bytes_per_rank = 0;
+  int64_t bytes_per_rank = 0, peak_heap_per_rank = 0;
   for (auto _ : state) {
-    rate = SimRankCallsPerSecond(world, fused, steps, &calls, wide, &bytes_per_rank);
+    rate = SimRankCallsPerSecond(world, fused, steps, &calls, wide, &bytes_per_rank,
+                                 &peak_heap_per_rank);
   }
   if (rate == 0) {
     state.SkipWithError("the throughput scenario did not end clean");
@@ -138,6 +180,7 @@ void BM_SimRankCalls(benchmark::State& state) {
   state.counters["rank_calls_per_s"] = rate;
   state.counters["ns_per_rank_call"] = 1e9 / rate;
   state.counters["kib_per_rank"] = static_cast<double>(bytes_per_rank) / 1024.0;
+  state.counters["peak_heap_kib_per_rank"] = static_cast<double>(peak_heap_per_rank) / 1024.0;
   state.SetLabel(std::string(fused ? "fused one-shot protocol" : "nccl") +
                  (wide ? ", one group" : ", tp8 groups"));
   state.SetItemsProcessed(static_cast<int64_t>(calls) * state.iterations());
