@@ -25,8 +25,13 @@ CommBackend* GroupCoordinator::Decide(const CallDesc& call, DecisionRecord& reco
 
 absl::Status GroupCoordinator::AllReduce(Tensor& tensor, DecisionRecord* record_out,
                                          const CallContext& context) {
-  DecisionRecord local;
-  DecisionRecord& record = record_out != nullptr ? *record_out : local;
+  if (record_out == nullptr) {
+    // A record the caller does not keep; with one given, it is decided into
+    // directly (no record on this frame to fill and copy).
+    DecisionRecord local;
+    return AllReduce(tensor, &local, context);
+  }
+  DecisionRecord& record = *record_out;
   CallDesc call;
   call.tensor = tensor.desc;
   call.context = context;

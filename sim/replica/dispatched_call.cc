@@ -6,16 +6,17 @@
 
 namespace lockstep {
 
-CallOutcome RecordDispatchedCall(TraceEvent event, const DecisionRecord& record,
-                                 const absl::Status& status, const ParallelLayout& layout) {
+void FinishDispatchedCall(CallOutcome& out, const absl::Status& status,
+                          const ParallelLayout& layout) {
+  const DecisionRecord& record = out.record;
+  TraceEvent& event = out.event;
   event.backend = record.backend;
   event.algorithm = record.algorithm;
   event.norm_fused = record.norm_fused;
   event.blocks = record.blocks;
   event.seq = record.seq;
   event.failed = !status.ok();
-  CallOutcome out{event, record, std::nullopt};
-  if (status.ok()) return out;
+  if (status.ok()) return;
 
   const std::string group =
       absl::StrFormat("%s %s", layout.objects()[static_cast<size_t>(event.object)].name,
@@ -37,6 +38,12 @@ CallOutcome RecordDispatchedCall(TraceEvent event, const DecisionRecord& record,
   f.at_ns = event.end_ns;
   f.timed_out = status.code() == absl::StatusCode::kDeadlineExceeded;
   out.raised = std::move(f);
+}
+
+CallOutcome RecordDispatchedCall(TraceEvent event, const DecisionRecord& record,
+                                 const absl::Status& status, const ParallelLayout& layout) {
+  CallOutcome out{event, record, std::nullopt};
+  FinishDispatchedCall(out, status, layout);
   return out;
 }
 
@@ -62,12 +69,18 @@ std::optional<CallOutcome> DispatchAllReduce(GroupCoordinator& coordinator, Tens
                                              const CallContext& context, int rank,
                                              const SiteRef& site, int object,
                                              const ParallelLayout& layout,
-                                             const std::function<int64_t()>& clock) {
-  DecisionRecord record;
+                                             absl::FunctionRef<int64_t()> clock) {
+  // Built in place, and the coordinator decides into it: at thousands of
+  // ranks each call's stack lines are cold, and a record copied through
+  // temporaries cost a few hundred bytes of them (docs/PERFORMANCE.md).
+  std::optional<CallOutcome> out(std::in_place);
   const int64_t begin = clock();
-  const absl::Status status = coordinator.AllReduce(tensor, &record, context);
-  if (record.backend == BackendKind::kSkip) return std::nullopt;
-  TraceEvent event;
+  const absl::Status status = coordinator.AllReduce(tensor, &out->record, context);
+  if (out->record.backend == BackendKind::kSkip) {
+    out.reset();
+    return out;
+  }
+  TraceEvent& event = out->event;
   event.rank = rank;
   event.site = site;
   event.object = object;
@@ -75,7 +88,8 @@ std::optional<CallOutcome> DispatchAllReduce(GroupCoordinator& coordinator, Tens
   event.tokens = tensor.desc.tokens();
   event.begin_ns = begin;
   event.end_ns = clock();
-  return RecordDispatchedCall(event, record, status, layout);
+  FinishDispatchedCall(*out, status, layout);
+  return out;
 }
 
 }  // namespace lockstep

@@ -6,9 +6,9 @@
 #define LOCKSTEP_SIM_REPLICA_DISPATCHED_CALL_H_
 
 #include <cstdint>
-#include <functional>
 #include <optional>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "dispatch/decision.h"
 #include "dispatch/group_coordinator.h"
@@ -35,6 +35,9 @@ struct CallOutcome {
 // one rank) leave nothing and must not be passed here.
 CallOutcome RecordDispatchedCall(TraceEvent event, const DecisionRecord& record,
                                  const absl::Status& status, const ParallelLayout& layout);
+// The same, in place: `out.event` (as above) and `out.record` are filled.
+void FinishDispatchedCall(CallOutcome& out, const absl::Status& status,
+                          const ParallelLayout& layout);
 
 // A wait outside the dispatched all-reduce (a row collective at `site`, a
 // token all-gather or an activation receive: `site` empty) that a peer did
@@ -51,7 +54,7 @@ std::optional<CallOutcome> DispatchAllReduce(GroupCoordinator& coordinator, Tens
                                              const CallContext& context, int rank,
                                              const SiteRef& site, int object,
                                              const ParallelLayout& layout,
-                                             const std::function<int64_t()>& clock);
+                                             absl::FunctionRef<int64_t()> clock);
 
 }  // namespace lockstep
 
