@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 
@@ -317,10 +318,10 @@ int64_t SimMailbox::Recv(int to, int from, std::optional<int64_t>* expired_at) {
 }
 
 std::string SimMailbox::DescribeWait(int rank, int64_t detail) const {
-  return absl::StrFormat(
-      "rank %d waits in NCCL recv for the activations of rank %d (previous "
-      "pipeline stage)",
-      rank, detail);
+  // StrCat, not StrFormat: a hang report at thousands of ranks asks this of
+  // every rank of the later pipeline stages.
+  return absl::StrCat("rank ", rank, " waits in NCCL recv for the activations of rank ", detail,
+                      " (previous pipeline stage)");
 }
 
 std::vector<int> SimMailbox::WaitsOn(int, int64_t detail) const {
