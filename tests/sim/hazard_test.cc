@@ -2,6 +2,7 @@
 // policies. Each must fail in the simulator because the protocol or the data
 // goes wrong (not because a rule says so), and the report must say why.
 
+#include "absl/strings/str_format.h"
 #include "dispatch/fused_launch.h"
 #include "dispatch/pr30700_policy.h"
 #include "gmock/gmock.h"
@@ -72,6 +73,35 @@ TEST(HazardTest, OneRankTakingNcclWhileItsPeersEnterTheFusedKernelHangs) {
   EXPECT_THAT(r.wait_for_dot, HasSubstr("r0 -> r3"));
   EXPECT_THAT(r.wait_for_dot, HasSubstr("r3 -> r0"));
   EXPECT_EQ(r.details["would_fire"]["what"], "the fused kernel's bounded wait");
+}
+
+// The wait-for graph and the blocked list say the same thing: a node per
+// blocked rank labelled with its wait, an edge per rank it waits on, and
+// nothing else.
+TEST(HazardTest, TheWaitForGraphHasANodePerBlockedRankAndAnEdgePerWait) {
+  SimOptions o;
+  o.customize = [](SimRun& run) { run.ranks[3].wiring.attn_workspace.initialized = false; };
+  const SimResult r = Simulated(ScenarioFromYaml(kTp8), o);
+  ASSERT_EQ(r.verdict, Verdict::kHang) << r.summary;
+  const std::string& dot = r.wait_for_dot;
+  ASSERT_THAT(dot, ::testing::StartsWith("digraph wait_for {\n"));
+  EXPECT_THAT(dot, ::testing::EndsWith("}\n"));
+  size_t edges = 0;
+  for (const auto& b : r.details["blocked"]) {
+    const int rank = b["rank"].get<int>();
+    EXPECT_TRUE(b.contains("since_ns"));
+    EXPECT_THAT(dot, HasSubstr(absl::StrFormat("  r%d [label=\"rank %d\\n%s\"];\n", rank, rank,
+                                               b["waits_for"].get<std::string>())));
+    for (int target : Ints(b["waits_on"])) {
+      EXPECT_THAT(dot, HasSubstr(absl::StrFormat("  r%d -> r%d;\n", rank, target)));
+      ++edges;
+    }
+  }
+  size_t arrows = 0;
+  for (size_t at = dot.find(" -> "); at != std::string::npos; at = dot.find(" -> ", at + 1)) {
+    ++arrows;
+  }
+  EXPECT_EQ(arrows, edges);
 }
 
 // The post-experts sum run as MOE_EP then MOE_TP where PR #30700's review
