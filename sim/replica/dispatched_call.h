@@ -35,7 +35,9 @@ struct CallOutcome {
 // one rank) leave nothing and must not be passed here.
 CallOutcome RecordDispatchedCall(TraceEvent event, const DecisionRecord& record,
                                  const absl::Status& status, const ParallelLayout& layout);
-// The same, in place: `out.event` (as above) and `out.record` are filled.
+// The same, in place: the host has filled `out.record` and `out.event`'s
+// where and when; this adds the decision to the event and, when the call
+// failed, the finding.
 void FinishDispatchedCall(CallOutcome& out, const absl::Status& status,
                           const ParallelLayout& layout);
 
