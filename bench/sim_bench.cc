@@ -234,22 +234,23 @@ double OpenMpiRankCallsPerSecond(int np, long calls) {
 // to show the noise.
 constexpr int kRepeats = 3;
 
-// The best and worst of the rates added; not ok() when any was 0 (a failed
-// measurement).
-class BestOf {
+// The largest and smallest of the values added (rates, or times); not ok()
+// when any was 0 (a failed measurement).
+class Extremes {
  public:
-  void Add(double rate) {
-    best_ = n_ == 0 ? rate : std::max(best_, rate);
-    worst_ = n_ == 0 ? rate : std::min(worst_, rate);
+  void Add(double value) {
+    max_ = n_ == 0 ? value : std::max(max_, value);
+    min_ = n_ == 0 ? value : std::min(min_, value);
     ++n_;
   }
-  bool ok() const { return n_ > 0 && worst_ > 0; }
-  double best() const { return best_; }
-  double spread() const { return ok() ? best_ / worst_ : 0; }
+  bool ok() const { return n_ > 0 && min_ > 0; }
+  double max() const { return max_; }
+  double min() const { return min_; }
+  double spread() const { return ok() ? max_ / min_ : 0; }
 
  private:
   int n_ = 0;
-  double best_ = 0, worst_ = 0;
+  double max_ = 0, min_ = 0;
 };
 
 // The ratios the simulator is held to (docs/PERFORMANCE.md, "Goals"), world
@@ -259,7 +260,7 @@ class BestOf {
 // (simulator on one core against all eight processes).
 void BM_SimVersusOpenMpi(benchmark::State& state) {
   const bool fused = state.range(0) != 0;
-  BestOf mpi_rates, sim_rates;
+  Extremes mpi_rates, sim_rates;
   uint64_t calls = 0;
   for (auto _ : state) {
     for (int i = 0; i < kRepeats; ++i) {
@@ -275,7 +276,7 @@ void BM_SimVersusOpenMpi(benchmark::State& state) {
     state.SkipWithError("the throughput scenario did not end clean");
     return;
   }
-  const double mpi = mpi_rates.best(), sim = sim_rates.best();
+  const double mpi = mpi_rates.max(), sim = sim_rates.max();
   state.counters["openmpi_rank_calls_per_s"] = mpi;
   state.counters["sim_rank_calls_per_s"] = sim;
   state.counters["openmpi_spread"] = mpi_rates.spread();
@@ -293,7 +294,7 @@ void BM_PerMachine(benchmark::State& state) {
   const bool fused = state.range(0) != 0;
   const int cores = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
   const int np = std::max(8, cores / 8 * 8);
-  BestOf mpi_rates, sim_rates;
+  Extremes mpi_rates, sim_rates;
   for (auto _ : state) {
     for (int i = 0; i < kRepeats; ++i) {
       mpi_rates.Add(OpenMpiRankCallsPerSecond(np, 20000));
@@ -319,7 +320,7 @@ void BM_PerMachine(benchmark::State& state) {
                                         : "a simulation was not clean");
     return;
   }
-  const double mpi = mpi_rates.best(), sim = sim_rates.best();
+  const double mpi = mpi_rates.max(), sim = sim_rates.max();
   state.counters["cores"] = cores;
   state.counters["openmpi_processes"] = np;
   state.counters["openmpi_rank_calls_per_s"] = mpi;
@@ -360,13 +361,9 @@ void BM_NumericVersusSymbolic(benchmark::State& state) {
   // The fastest of 5 runs in `mode`; 0 if one was not clean.
   auto fastest = [&](DataMode mode) {
     s.workload.data = mode;
-    double best = 0;
-    for (int i = 0; i < 5; ++i) {
-      const double t = RunTimed(s, /*keep_decisions=*/true).seconds;
-      if (t == 0) return 0.0;
-      best = i == 0 ? t : std::min(best, t);
-    }
-    return best;
+    Extremes times;
+    for (int i = 0; i < 5; ++i) times.Add(RunTimed(s, /*keep_decisions=*/true).seconds);
+    return times.ok() ? times.min() : 0.0;
   };
   double symbolic = 0, numeric = 0, sampled = 0;
   for (auto _ : state) {
@@ -403,8 +400,9 @@ void BM_HangReportLatency(benchmark::State& state) {
   }
   DispatchPolicy policy;
   double report = 0, teardown = 0;
-  double report_sum = 0, report_min = 0;
+  double report_sum = 0;
   int64_t iterations = 0;
+  Extremes reports;
   for (auto _ : state) {
     std::chrono::steady_clock::time_point idle, reported;
     SimOptions o;
@@ -431,12 +429,13 @@ void BM_HangReportLatency(benchmark::State& state) {
     teardown = std::chrono::duration<double>(done - reported).count();
     state.SetIterationTime(report);
     report_sum += report;
-    report_min = iterations++ == 0 ? report : std::min(report_min, report);
+    reports.Add(report);
+    ++iterations;
   }
   // Mean and fastest over the iterations (a single one moved by 2x on a
   // shared host); teardown: the last iteration's.
   state.counters["report_us"] = report_sum / static_cast<double>(iterations) * 1e6;
-  state.counters["report_min_us"] = report_min * 1e6;
+  state.counters["report_min_us"] = reports.min() * 1e6;
   state.counters["teardown_us"] = teardown * 1e6;
 }
 BENCHMARK(BM_HangReportLatency)

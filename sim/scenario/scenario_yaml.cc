@@ -705,16 +705,14 @@ absl::StatusOr<Scenario> ParseScenario(std::string_view text, const std::string&
   }
   if (n["dispatch"]) LS_RETURN_IF_ERROR(ParseDispatch(r, n["dispatch"], &s.dispatch));
   if (n["workload"]) LS_RETURN_IF_ERROR(ParseWorkload(r, n["workload"], &s.workload));
-  if (s.workload.sample_stride > std::max<int64_t>(s.model.hidden, 8)) {
-    // A row must keep elements: a fault's rows and a rank's rows carry their
-    // element classes and values only on kept elements.
-    return r.Error(
-        n["workload"]["sample_stride"], "workload.sample_stride",
-        absl::StrFormat(
-            "%d is wider than a row (model.hidden %d), so some rows "
-            "would keep no element: use at most %d",
-            s.workload.sample_stride, s.model.hidden,
-            std::bit_floor(static_cast<uint64_t>(std::max<int64_t>(s.model.hidden, 8)))));
+  // A row must keep elements: a fault's rows and a rank's rows carry their
+  // element classes and values only on kept elements.
+  if (const int64_t row = std::max<int64_t>(s.model.hidden, 8); s.workload.sample_stride > row) {
+    return r.Error(n["workload"]["sample_stride"], "workload.sample_stride",
+                   absl::StrFormat("%d is wider than a row (model.hidden %d), so some rows "
+                                   "would keep no element: use at most %d",
+                                   s.workload.sample_stride, s.model.hidden,
+                                   std::bit_floor(static_cast<uint64_t>(row))));
   }
   if (s.workload.abort_after_us > 0 && s.parallel.pp > 1) {
     return r.Error(n["workload"]["abort_after_us"], "workload.abort_after_us",
