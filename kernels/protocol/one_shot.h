@@ -42,13 +42,14 @@ LS_HD ProtocolStatus OneShotAllReduce(Mem& mem, const AllReduceArgs& a) {
     return mem.Failure();
   }
 
-  // Poll and reduce in fixed rank order.
+  // Poll and reduce in fixed rank order. `v` is reused: Wait overwrites it
+  // (the simulator's value keeps its storage between peers).
+  typename Mem::Value v;
   for (int64_t pos = mem.FirstChunk(0); pos < a.elems; pos = mem.NextChunk(pos, a.elems)) {
     const int64_t len = mem.ChunkLen(pos, a.elems);
     typename Mem::Acc acc = mem.Zero();
     for (int32_t i = 0; i < a.world; ++i) {
       const int32_t p = SumOrderSlot(a, i);
-      typename Mem::Value v;
       if (!mem.Wait(call.buffer, OneShotSlotOffset(p, a.elems) + pos, len, p, &v)) {
         return mem.Failure();
       }
