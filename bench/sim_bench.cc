@@ -5,8 +5,9 @@
 // sequence run by real OpenMPI processes in the same run, compared per core
 // (the simulator on one core against OpenMPI's total over its processes,
 // each on its own core) and per machine (independent simulations on every
-// core, as `explore --jobs`, against OpenMPI on every core); and how long a
-// hang takes to be reported once the last runnable rank blocks.
+// core, as `explore --jobs`, against OpenMPI on every core), with how the
+// simulations scale from one core to all; and how long a hang takes to be
+// reported once the last runnable rank blocks.
 
 #include <benchmark/benchmark.h>
 #include <malloc.h>
@@ -20,7 +21,9 @@
 #include <fstream>
 #include <functional>
 #include <memory>
+#include <latch>
 #include <new>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -105,9 +108,34 @@ Scenario ThroughputScenario(int world, bool fused, int steps, bool wide = false)
   return s;
 }
 
-// One run of `s`, set-up (layout, workspaces, coordinators, fibers) excluded
-// from its time; `after_execute`, when given, runs between the execution and
-// the analysis. Seconds 0: the run did not set up or did not end clean.
+// One run of `s` set up (layout, workspaces, coordinators, fibers) and ready
+// to execute: what the throughput benchmarks time is Execute alone, as the
+// OpenMPI baseline times its calls and not its start-up.
+class PreparedRun {
+ public:
+  PreparedRun(const Scenario& s, bool keep_decisions)
+      : scenario_(s), layout_(ParallelLayout::Build(s.parallel)) {
+    if (!layout_.ok()) return;
+    SimOptions o;
+    o.keep_trace = false;
+    o.keep_decisions = keep_decisions;
+    run_.emplace(scenario_, *layout_, policy_, o);
+    if (!run_->Setup().ok()) run_.reset();
+  }
+  bool ready() const { return run_.has_value(); }
+  void Execute() { run_->Execute(); }
+  SimResult Analyze() { return run_->Analyze(); }
+
+ private:
+  const Scenario scenario_;
+  const absl::StatusOr<ParallelLayout> layout_;
+  const DispatchPolicy policy_{};
+  std::optional<SimRun> run_;
+};
+
+// One run of `s`, set-up excluded from its time; `after_execute`, when given,
+// runs between the execution and the analysis. Seconds 0: the run did not
+// set up or did not end clean.
 struct TimedRun {
   double seconds = 0;
   SimResult result;
@@ -115,14 +143,8 @@ struct TimedRun {
 TimedRun RunTimed(const Scenario& s, bool keep_decisions,
                   const std::function<void()>& after_execute = {}) {
   TimedRun out;
-  absl::StatusOr<ParallelLayout> layout = ParallelLayout::Build(s.parallel);
-  if (!layout.ok()) return out;
-  DispatchPolicy policy;
-  SimOptions o;
-  o.keep_trace = false;
-  o.keep_decisions = keep_decisions;
-  SimRun run(s, *layout, policy, o);
-  if (!run.Setup().ok()) return out;
+  PreparedRun run(s, keep_decisions);
+  if (!run.ready()) return out;
   const auto start = std::chrono::steady_clock::now();
   run.Execute();
   const double seconds =
@@ -287,35 +309,67 @@ void BM_SimVersusOpenMpi(benchmark::State& state) {
                        : "simulated NCCL vs MPI_Allreduce");
 }
 
-// Per machine: one independent world-8 simulation per core (what `explore
-// --jobs` runs), every simulation's rank-calls over the wall time, against
-// OpenMPI with one process per core (groups of 8), same run.
+// `threads` independent world-8 simulations at once, one per thread (what
+// `explore --jobs` runs). Every run is set up first; then all start together
+// and `rate` is their rank-calls over the window from that start to the last
+// run's end, as the OpenMPI baseline times its calls between two barriers.
+// `rate_with_setup` counts the same calls over the whole wall time, thread
+// start, set-up and analysis included. Both 0 if a run was not clean.
+struct ConcurrentRate {
+  double rate = 0;
+  double rate_with_setup = 0;
+};
+ConcurrentRate ConcurrentRankCallsPerSecond(size_t threads, bool fused, int steps) {
+  using Clock = std::chrono::steady_clock;
+  std::latch set_up(static_cast<std::ptrdiff_t>(threads));
+  std::vector<Clock::time_point> begins(threads), ends(threads);
+  std::atomic<uint64_t> total{0};
+  std::atomic<bool> clean{true};
+  const Clock::time_point wall_start = Clock::now();
+  std::vector<std::thread> pool;
+  for (size_t t = 0; t < threads; ++t) {
+    pool.emplace_back([&, t] {
+      PreparedRun run(ThroughputScenario(8, fused, steps), /*keep_decisions=*/false);
+      set_up.arrive_and_wait();
+      begins[t] = Clock::now();
+      if (run.ready()) run.Execute();
+      ends[t] = Clock::now();
+      const SimResult result = run.ready() ? run.Analyze() : SimResult{};
+      if (!run.ready() || result.verdict != Verdict::kClean) clean = false;
+      total += result.rank_calls;
+    });
+  }
+  for (std::thread& t : pool) t.join();
+  const Clock::time_point wall_end = Clock::now();
+  if (!clean) return {};
+  const auto seconds = [](Clock::time_point a, Clock::time_point b) {
+    return std::chrono::duration<double>(b - a).count();
+  };
+  const double window = seconds(*std::min_element(begins.begin(), begins.end()),
+                                *std::max_element(ends.begin(), ends.end()));
+  const auto calls = static_cast<double>(total.load());
+  return {calls / window, calls / seconds(wall_start, wall_end)};
+}
+
+// Per machine: one simulation per core against OpenMPI with one process per
+// core (groups of 8), same run. `scaling`: the simulations' rate on every
+// core over one simulation's rate alone, measured here the same way.
 void BM_PerMachine(benchmark::State& state) {
   const bool fused = state.range(0) != 0;
-  const int cores = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
-  const int np = std::max(8, cores / 8 * 8);
-  Extremes mpi_rates, sim_rates;
+  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  const int np = std::max(8, static_cast<int>(cores) / 8 * 8);
+  constexpr int kSteps = 1024;
+  Extremes mpi_rates, sim_rates, with_setup, one_core;
   for (auto _ : state) {
     for (int i = 0; i < kRepeats; ++i) {
       mpi_rates.Add(OpenMpiRankCallsPerSecond(np, 20000));
-      std::atomic<uint64_t> total{0};
-      std::atomic<bool> clean{true};
-      const auto start = std::chrono::steady_clock::now();
-      std::vector<std::thread> threads;
-      for (int t = 0; t < cores; ++t) {
-        threads.emplace_back([&] {
-          uint64_t calls = 0;
-          if (SimRankCallsPerSecond(8, fused, 512, &calls) == 0) clean = false;
-          total += calls;
-        });
-      }
-      for (std::thread& t : threads) t.join();
-      const double seconds =
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      sim_rates.Add(clean ? static_cast<double>(total.load()) / seconds : 0);
+      const ConcurrentRate all = ConcurrentRankCallsPerSecond(cores, fused, kSteps);
+      sim_rates.Add(all.rate);
+      with_setup.Add(all.rate_with_setup);
+      one_core.Add(ConcurrentRankCallsPerSecond(1, fused, kSteps).rate);
     }
   }
-  if (!mpi_rates.ok() || !sim_rates.ok()) {
+  if (!mpi_rates.ok() || !sim_rates.ok() || !one_core.ok()) {
     state.SkipWithError(!mpi_rates.ok() ? "OpenMPI baseline unavailable"
                                         : "a simulation was not clean");
     return;
@@ -325,6 +379,9 @@ void BM_PerMachine(benchmark::State& state) {
   state.counters["openmpi_processes"] = np;
   state.counters["openmpi_rank_calls_per_s"] = mpi;
   state.counters["sim_rank_calls_per_s"] = sim;
+  state.counters["sim_with_setup_rank_calls_per_s"] = with_setup.max();
+  state.counters["one_core_rank_calls_per_s"] = one_core.max();
+  state.counters["scaling"] = sim / one_core.max();
   state.counters["openmpi_spread"] = mpi_rates.spread();
   state.counters["sim_spread"] = sim_rates.spread();
   state.counters["ratio"] = sim / mpi;
@@ -334,6 +391,37 @@ BENCHMARK(BM_PerMachine)
     ->Arg(0)
     ->Arg(1)
     ->ArgName("fused")
+    ->Iterations(1)
+    ->Unit(benchmark::kMillisecond);
+
+// How `explore --jobs` scales on this machine: world-8 simulations on
+// `threads` threads at once (as BM_PerMachine), NCCL path, best of kRepeats.
+// `per_thread_rank_calls_per_s` falling as threads grow is the machine
+// (shared caches, memory, clock), not the simulations, which share nothing.
+void BM_JobsScaling(benchmark::State& state) {
+  const auto threads = static_cast<unsigned>(state.range(0));
+  if (threads > std::max(1u, std::thread::hardware_concurrency())) {
+    state.SkipWithError("more threads than this machine has cores");
+    return;
+  }
+  Extremes rates;
+  for (auto _ : state) {
+    for (int i = 0; i < kRepeats; ++i) {
+      rates.Add(ConcurrentRankCallsPerSecond(threads, /*fused=*/false, 1024).rate);
+    }
+  }
+  if (!rates.ok()) {
+    state.SkipWithError("a simulation was not clean");
+    return;
+  }
+  state.counters["rank_calls_per_s"] = rates.max();
+  state.counters["per_thread_rank_calls_per_s"] = rates.max() / threads;
+  state.counters["spread"] = rates.spread();
+}
+BENCHMARK(BM_JobsScaling)
+    ->RangeMultiplier(2)
+    ->Range(1, 16)
+    ->ArgName("threads")
     ->Iterations(1)
     ->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_SimVersusOpenMpi)
