@@ -21,13 +21,14 @@
 #include <fstream>
 #include <functional>
 #include <memory>
-#include <latch>
 #include <new>
 #include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "faults/explore.h"
+#include "faults/mutants.h"
 #include "sim/sim_run.h"
 #include "sim/simulation.h"
 
@@ -275,32 +276,64 @@ class Extremes {
   double max_ = 0, min_ = 0;
 };
 
+// Rank-calls per second of `lockstep explore --jobs <jobs>` itself
+// (faults::Explore) over `seeds` seeds of the world-8 throughput scenario:
+// each seed is claimed by the next free thread and pays its own set-up and
+// analysis, as on the command line. Every seed makes the same calls (the
+// schedule changes their order, not their number), counted once beforehand;
+// 0 if a run was not clean or the exploration failed.
+double ExploreRankCallsPerSecond(int jobs, bool fused, uint64_t seeds) {
+  constexpr int kSteps = 256;
+  const Scenario s = ThroughputScenario(8, fused, kSteps);
+  const TimedRun one = RunTimed(s, /*keep_decisions=*/false);
+  if (one.seconds == 0) return 0;
+  faults::ExploreOptions options;
+  options.seeds = seeds;
+  options.jobs = jobs;
+  const PolicyRegistry registry = faults::MakePolicyRegistry();
+  const auto start = std::chrono::steady_clock::now();
+  const absl::StatusOr<faults::ExploreResult> result = faults::Explore({s}, options, registry);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (!result.ok() || result->outcomes.size() != seeds) return 0;
+  for (const faults::SeedOutcome& o : result->outcomes) {
+    if (o.verdict != Verdict::kClean) return 0;
+  }
+  return static_cast<double>(one.result.rank_calls * seeds) / seconds;
+}
+
 // The ratios the simulator is held to (docs/PERFORMANCE.md, "Goals"), world
 // 8, same machine, same run. Per core: the simulator on one core against
 // OpenMPI's eight processes' total divided by eight (each on its own core
 // where the machine has eight). `ratio` is the old whole-job figure
-// (simulator on one core against all eight processes).
+// (simulator on one core against all eight processes). `explore_per_core_ratio`:
+// the same with `explore --jobs 1` in place of the bare run: each seed's
+// set-up and analysis, and the decision records explore keeps to explain a
+// hang, included.
 void BM_SimVersusOpenMpi(benchmark::State& state) {
   const bool fused = state.range(0) != 0;
-  Extremes mpi_rates, sim_rates;
+  Extremes mpi_rates, sim_rates, explore_rates;
   uint64_t calls = 0;
   for (auto _ : state) {
     for (int i = 0; i < kRepeats; ++i) {
       mpi_rates.Add(OpenMpiRankCallsPerSecond(8, 20000));
       sim_rates.Add(SimRankCallsPerSecond(8, fused, 512, &calls));
+      explore_rates.Add(ExploreRankCallsPerSecond(1, fused, 8));
     }
   }
   if (!mpi_rates.ok()) {
     state.SkipWithError("OpenMPI baseline unavailable (mpirun or the baseline program missing)");
     return;
   }
-  if (!sim_rates.ok()) {
+  if (!sim_rates.ok() || !explore_rates.ok()) {
     state.SkipWithError("the throughput scenario did not end clean");
     return;
   }
   const double mpi = mpi_rates.max(), sim = sim_rates.max();
   state.counters["openmpi_rank_calls_per_s"] = mpi;
   state.counters["sim_rank_calls_per_s"] = sim;
+  state.counters["explore_rank_calls_per_s"] = explore_rates.max();
+  state.counters["explore_per_core_ratio"] = explore_rates.max() / (mpi / 8);
   state.counters["openmpi_spread"] = mpi_rates.spread();
   state.counters["sim_spread"] = sim_rates.spread();
   state.counters["ratio"] = sim / mpi;
@@ -309,64 +342,19 @@ void BM_SimVersusOpenMpi(benchmark::State& state) {
                        : "simulated NCCL vs MPI_Allreduce");
 }
 
-// `threads` independent world-8 simulations at once, one per thread (what
-// `explore --jobs` runs). Every run is set up first; then all start together
-// and `rate` is their rank-calls over the window from that start to the last
-// run's end, as the OpenMPI baseline times its calls between two barriers.
-// `rate_with_setup` counts the same calls over the whole wall time, thread
-// start, set-up and analysis included. Both 0 if a run was not clean.
-struct ConcurrentRate {
-  double rate = 0;
-  double rate_with_setup = 0;
-};
-ConcurrentRate ConcurrentRankCallsPerSecond(size_t threads, bool fused, int steps) {
-  using Clock = std::chrono::steady_clock;
-  std::latch set_up(static_cast<std::ptrdiff_t>(threads));
-  std::vector<Clock::time_point> begins(threads), ends(threads);
-  std::atomic<uint64_t> total{0};
-  std::atomic<bool> clean{true};
-  const Clock::time_point wall_start = Clock::now();
-  std::vector<std::thread> pool;
-  for (size_t t = 0; t < threads; ++t) {
-    pool.emplace_back([&, t] {
-      PreparedRun run(ThroughputScenario(8, fused, steps), /*keep_decisions=*/false);
-      set_up.arrive_and_wait();
-      begins[t] = Clock::now();
-      if (run.ready()) run.Execute();
-      ends[t] = Clock::now();
-      const SimResult result = run.ready() ? run.Analyze() : SimResult{};
-      if (!run.ready() || result.verdict != Verdict::kClean) clean = false;
-      total += result.rank_calls;
-    });
-  }
-  for (std::thread& t : pool) t.join();
-  const Clock::time_point wall_end = Clock::now();
-  if (!clean) return {};
-  const auto seconds = [](Clock::time_point a, Clock::time_point b) {
-    return std::chrono::duration<double>(b - a).count();
-  };
-  const double window = seconds(*std::min_element(begins.begin(), begins.end()),
-                                *std::max_element(ends.begin(), ends.end()));
-  const auto calls = static_cast<double>(total.load());
-  return {calls / window, calls / seconds(wall_start, wall_end)};
-}
-
-// Per machine: one simulation per core against OpenMPI with one process per
-// core (groups of 8), same run. `scaling`: the simulations' rate on every
-// core over one simulation's rate alone, measured here the same way.
+// Per machine: `explore --jobs` on every core against OpenMPI with one
+// process per core (groups of 8), same run. `scaling`: explore on every core
+// over explore on one (fewer seeds), measured here the same way.
 void BM_PerMachine(benchmark::State& state) {
   const bool fused = state.range(0) != 0;
-  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
-  const int np = std::max(8, static_cast<int>(cores) / 8 * 8);
-  constexpr int kSteps = 1024;
-  Extremes mpi_rates, sim_rates, with_setup, one_core;
+  const int cores = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  const int np = std::max(8, cores / 8 * 8);
+  Extremes mpi_rates, sim_rates, one_core;
   for (auto _ : state) {
     for (int i = 0; i < kRepeats; ++i) {
       mpi_rates.Add(OpenMpiRankCallsPerSecond(np, 20000));
-      const ConcurrentRate all = ConcurrentRankCallsPerSecond(cores, fused, kSteps);
-      sim_rates.Add(all.rate);
-      with_setup.Add(all.rate_with_setup);
-      one_core.Add(ConcurrentRankCallsPerSecond(1, fused, kSteps).rate);
+      sim_rates.Add(ExploreRankCallsPerSecond(cores, fused, 8 * static_cast<uint64_t>(cores)));
+      one_core.Add(ExploreRankCallsPerSecond(1, fused, 8));
     }
   }
   if (!mpi_rates.ok() || !sim_rates.ok() || !one_core.ok()) {
@@ -379,13 +367,13 @@ void BM_PerMachine(benchmark::State& state) {
   state.counters["openmpi_processes"] = np;
   state.counters["openmpi_rank_calls_per_s"] = mpi;
   state.counters["sim_rank_calls_per_s"] = sim;
-  state.counters["sim_with_setup_rank_calls_per_s"] = with_setup.max();
   state.counters["one_core_rank_calls_per_s"] = one_core.max();
   state.counters["scaling"] = sim / one_core.max();
   state.counters["openmpi_spread"] = mpi_rates.spread();
   state.counters["sim_spread"] = sim_rates.spread();
   state.counters["ratio"] = sim / mpi;
-  state.SetLabel(fused ? "fused one-shot protocol, every core" : "simulated NCCL, every core");
+  state.SetLabel(fused ? "fused one-shot protocol, explore on every core"
+                       : "simulated NCCL, explore on every core");
 }
 BENCHMARK(BM_PerMachine)
     ->Arg(0)
@@ -394,20 +382,19 @@ BENCHMARK(BM_PerMachine)
     ->Iterations(1)
     ->Unit(benchmark::kMillisecond);
 
-// How `explore --jobs` scales on this machine: world-8 simulations on
-// `threads` threads at once (as BM_PerMachine), NCCL path, best of kRepeats.
-// `per_thread_rank_calls_per_s` falling as threads grow is the machine
-// (shared caches, memory, clock), not the simulations, which share nothing.
+// How `explore --jobs` scales on this machine: the NCCL path's rate with
+// 1, 2, 4, 8 and 16 jobs (8 seeds a job), best of kRepeats, and that rate
+// per job.
 void BM_JobsScaling(benchmark::State& state) {
-  const auto threads = static_cast<unsigned>(state.range(0));
-  if (threads > std::max(1u, std::thread::hardware_concurrency())) {
-    state.SkipWithError("more threads than this machine has cores");
+  const int jobs = static_cast<int>(state.range(0));
+  if (jobs > std::max(1, static_cast<int>(std::thread::hardware_concurrency()))) {
+    state.SkipWithError("more jobs than this machine has cores");
     return;
   }
   Extremes rates;
   for (auto _ : state) {
     for (int i = 0; i < kRepeats; ++i) {
-      rates.Add(ConcurrentRankCallsPerSecond(threads, /*fused=*/false, 1024).rate);
+      rates.Add(ExploreRankCallsPerSecond(jobs, /*fused=*/false, 8 * static_cast<uint64_t>(jobs)));
     }
   }
   if (!rates.ok()) {
@@ -415,13 +402,13 @@ void BM_JobsScaling(benchmark::State& state) {
     return;
   }
   state.counters["rank_calls_per_s"] = rates.max();
-  state.counters["per_thread_rank_calls_per_s"] = rates.max() / threads;
+  state.counters["per_job_rank_calls_per_s"] = rates.max() / jobs;
   state.counters["spread"] = rates.spread();
 }
 BENCHMARK(BM_JobsScaling)
     ->RangeMultiplier(2)
     ->Range(1, 16)
-    ->ArgName("threads")
+    ->ArgName("jobs")
     ->Iterations(1)
     ->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_SimVersusOpenMpi)
