@@ -4,10 +4,10 @@
 // the world), with the memory each simulated rank holds; the same collective
 // sequence run by real OpenMPI processes in the same run, compared per core
 // (the simulator on one core against OpenMPI's total over its processes,
-// each on its own core) and per machine (independent simulations on every
-// core, as `explore --jobs`, against OpenMPI on every core), with how the
-// simulations scale from one core to all; and how long a hang takes to be
-// reported once the last runnable rank blocks.
+// each on its own core, with `explore --jobs 1` beside the bare run) and per
+// machine (`explore --jobs` on every core against OpenMPI on every core),
+// with how explore scales from one core to all; and how long a hang takes to
+// be reported once the last runnable rank blocks.
 
 #include <benchmark/benchmark.h>
 #include <malloc.h>
@@ -22,7 +22,6 @@
 #include <functional>
 #include <memory>
 #include <new>
-#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -109,34 +108,10 @@ Scenario ThroughputScenario(int world, bool fused, int steps, bool wide = false)
   return s;
 }
 
-// One run of `s` set up (layout, workspaces, coordinators, fibers) and ready
-// to execute: what the throughput benchmarks time is Execute alone, as the
-// OpenMPI baseline times its calls and not its start-up.
-class PreparedRun {
- public:
-  PreparedRun(const Scenario& s, bool keep_decisions)
-      : scenario_(s), layout_(ParallelLayout::Build(s.parallel)) {
-    if (!layout_.ok()) return;
-    SimOptions o;
-    o.keep_trace = false;
-    o.keep_decisions = keep_decisions;
-    run_.emplace(scenario_, *layout_, policy_, o);
-    if (!run_->Setup().ok()) run_.reset();
-  }
-  bool ready() const { return run_.has_value(); }
-  void Execute() { run_->Execute(); }
-  SimResult Analyze() { return run_->Analyze(); }
-
- private:
-  const Scenario scenario_;
-  const absl::StatusOr<ParallelLayout> layout_;
-  const DispatchPolicy policy_{};
-  std::optional<SimRun> run_;
-};
-
-// One run of `s`, set-up excluded from its time; `after_execute`, when given,
-// runs between the execution and the analysis. Seconds 0: the run did not
-// set up or did not end clean.
+// One run of `s`, set-up (layout, workspaces, coordinators, fibers) excluded
+// from its time, as the OpenMPI baseline times its calls and not its
+// start-up; `after_execute`, when given, runs between the execution and the
+// analysis. Seconds 0: the run did not set up or did not end clean.
 struct TimedRun {
   double seconds = 0;
   SimResult result;
@@ -144,8 +119,14 @@ struct TimedRun {
 TimedRun RunTimed(const Scenario& s, bool keep_decisions,
                   const std::function<void()>& after_execute = {}) {
   TimedRun out;
-  PreparedRun run(s, keep_decisions);
-  if (!run.ready()) return out;
+  absl::StatusOr<ParallelLayout> layout = ParallelLayout::Build(s.parallel);
+  if (!layout.ok()) return out;
+  DispatchPolicy policy;
+  SimOptions o;
+  o.keep_trace = false;
+  o.keep_decisions = keep_decisions;
+  SimRun run(s, *layout, policy, o);
+  if (!run.Setup().ok()) return out;
   const auto start = std::chrono::steady_clock::now();
   run.Execute();
   const double seconds =
@@ -524,4 +505,12 @@ BENCHMARK(BM_HangReportLatency)
 }  // namespace
 }  // namespace lockstep
 
-BENCHMARK_MAIN();
+int main(int argc, char** argv) {
+  // As the `lockstep` command runs (cli/main.cc).
+  lockstep::faults::RetainFreedMemoryBetweenRuns();
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

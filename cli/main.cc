@@ -3,8 +3,11 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "faults/explore.h"
 
 int main(int argc, char** argv) {
+  // explore and mutants run thousands of short simulations per thread.
+  lockstep::faults::RetainFreedMemoryBetweenRuns();
   // cli::Main catches what a verb throws; building the arguments is the only
   // work outside it that could (std::bad_alloc).
   try {

@@ -7,6 +7,9 @@
 #include <exception>
 #include <filesystem>
 #include <limits>
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 #include <map>
 #include <mutex>
 #include <system_error>
@@ -587,6 +590,15 @@ std::string FormatMutantTable(const std::vector<Scenario>& scenarios, const Muta
   absl::StrAppendFormat(&out, "\nmutation score: %d/%d = %.0f%%\n", table.detected,
                         table.rows.size(), 100.0 * table.score());
   return out;
+}
+
+void RetainFreedMemoryBetweenRuns() {
+#if defined(__GLIBC__)
+  // 32 MiB is the largest mmap threshold glibc accepts on 64-bit targets
+  // (HEAP_MAX_SIZE / 2); blocks above it are still mapped and unmapped.
+  mallopt(M_MMAP_THRESHOLD, 32 << 20);
+  mallopt(M_TRIM_THRESHOLD, 1 << 30);
+#endif
 }
 
 }  // namespace lockstep::faults

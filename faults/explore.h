@@ -133,6 +133,18 @@ absl::StatusOr<ExploreResult> Explore(const std::vector<Scenario>& scenarios,
                                       const ExploreOptions& options,
                                       const PolicyRegistry& registry);
 
+// Keeps the memory a finished run frees in this process for the next run,
+// instead of handing it back to the kernel and faulting it in again (glibc:
+// a fixed 32 MiB mmap threshold and a 1 GiB trim threshold, where the
+// defaults start at 128 KiB). Each of an exploration's runs allocates and
+// frees a few MiB (decision records, fiber stacks, provenance); with the
+// defaults, 16 jobs on the nvidia-h200 host ran 15-20 % slower per job
+// (docs/PERFORMANCE.md). Process-wide, so the `lockstep` command calls it
+// once at start and a host that embeds Explore (the Python module) keeps
+// its own allocator settings. The process then holds its peak footprint
+// until it exits. Does nothing where the C library is not glibc.
+void RetainFreedMemoryBetweenRuns();
+
 // The replay command of one outcome.
 std::string ReplayCommand(const Scenario& scenario, const SeedOutcome& outcome,
                           const ExploreOptions& options);

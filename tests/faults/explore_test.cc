@@ -1,5 +1,11 @@
 #include "faults/explore.h"
 
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
+#include <cstdlib>
+
 #include "faults/fault_injector.h"
 #include "faults/mutants.h"
 #include "faults/runner.h"
@@ -44,6 +50,25 @@ TEST(ExploreTest, ResultsAreIdenticalForAnyNumberOfJobs) {
   }
   EXPECT_EQ(runs[0], runs[1]);
   EXPECT_EQ(runs[0], runs[2]);
+}
+
+// What the command line sets once (cli/main.cc): a block of a few MiB a run
+// frees is kept in the process's heap for the next run, not mapped for it
+// and unmapped after it.
+TEST(ExploreTest, FreedMemoryStaysInTheProcessForTheNextRun) {
+#if !defined(__GLIBC__) || defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  GTEST_SKIP() << "glibc's own allocator only (sanitizers replace it)";
+#else
+  RetainFreedMemoryBetweenRuns();
+  constexpr size_t kBlock = size_t{8} << 20;
+  const struct mallinfo2 before = mallinfo2();
+  void* block = std::malloc(kBlock);
+  ASSERT_NE(block, nullptr);
+  EXPECT_EQ(mallinfo2().hblks, before.hblks) << "an 8 MiB block was mapped on its own";
+  std::free(block);
+  // Freed, it stays in the heap (glibc's default would trim the heap's top).
+  EXPECT_GE(mallinfo2().fordblks, kBlock);
+#endif
 }
 
 TEST(ExploreTest, AMutantsFirstFailingSeedComesWithAReplayCommand) {
