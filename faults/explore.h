@@ -138,7 +138,7 @@ absl::StatusOr<ExploreResult> Explore(const std::vector<Scenario>& scenarios,
 // a fixed 32 MiB mmap threshold and a 1 GiB trim threshold, where the
 // defaults start at 128 KiB). Each of an exploration's runs allocates and
 // frees a few MiB (decision records, fiber stacks, provenance); with the
-// defaults, 16 jobs on the nvidia-h200 host ran 15-20 % slower per job
+// defaults, 16 jobs on the nvidia-h200 host ran 14-17 % slower per job
 // (docs/PERFORMANCE.md). Process-wide, so the `lockstep` command calls it
 // once at start and a host that embeds Explore (the Python module) keeps
 // its own allocator settings. The process then holds its peak footprint

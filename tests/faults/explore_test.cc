@@ -55,8 +55,16 @@ TEST(ExploreTest, ResultsAreIdenticalForAnyNumberOfJobs) {
 // What the command line sets once (cli/main.cc): a block of a few MiB a run
 // frees is kept in the process's heap for the next run, not mapped for it
 // and unmapped after it.
+// GCC names a sanitizer build with a macro, clang with __has_feature.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define LOCKSTEP_TEST_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define LOCKSTEP_TEST_SANITIZED 1
+#endif
+#endif
 TEST(ExploreTest, FreedMemoryStaysInTheProcessForTheNextRun) {
-#if !defined(__GLIBC__) || defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#if !defined(__GLIBC__) || defined(LOCKSTEP_TEST_SANITIZED)
   GTEST_SKIP() << "glibc's own allocator only (sanitizers replace it)";
 #else
   RetainFreedMemoryBetweenRuns();
