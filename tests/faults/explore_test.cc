@@ -16,6 +16,7 @@
 #include "sim/report/report.h"
 #include "sim/scenario/scenario_yaml.h"
 #include "sim/sim_run.h"
+#include "tests/sanitizer_build.h"
 
 namespace lockstep::faults {
 namespace {
@@ -55,18 +56,13 @@ TEST(ExploreTest, ResultsAreIdenticalForAnyNumberOfJobs) {
 // What the command line sets once (cli/main.cc): a block of a few MiB a run
 // frees is kept in the process's heap for the next run, not mapped for it
 // and unmapped after it.
-// GCC names a sanitizer build with a macro, clang with __has_feature.
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define LOCKSTEP_TEST_SANITIZED 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define LOCKSTEP_TEST_SANITIZED 1
-#endif
-#endif
 TEST(ExploreTest, FreedMemoryStaysInTheProcessForTheNextRun) {
-#if !defined(__GLIBC__) || defined(LOCKSTEP_TEST_SANITIZED)
-  GTEST_SKIP() << "glibc's own allocator only (sanitizers replace it)";
+#if !defined(__GLIBC__)
+  GTEST_SKIP() << "glibc's own allocator only";
 #else
+  if (lockstep::testing::kSanitizerBuild) {
+    GTEST_SKIP() << "glibc's own allocator only (sanitizers replace it)";
+  }
   RetainFreedMemoryBetweenRuns();
   constexpr size_t kBlock = size_t{8} << 20;
   const struct mallinfo2 before = mallinfo2();

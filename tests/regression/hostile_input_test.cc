@@ -37,6 +37,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "tests/sanitizer_build.h"
 #include "tests/scratch_dir.h"
 
 namespace lockstep::regression {
@@ -50,13 +51,7 @@ constexpr int64_t kDefaultAddressSpaceMiB = 4096;
 constexpr int kTimeoutSeconds = 120;
 
 bool SanitizerBuild() {
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-  return true;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-  return true;
-#endif
-#endif
+  if (lockstep::testing::kSanitizerBuild) return true;
   const char* env = std::getenv("LOCKSTEP_SANITIZER_BUILD");
   return env != nullptr && *env != '\0' && std::string(env) != "0";
 }
