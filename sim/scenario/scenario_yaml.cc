@@ -3,6 +3,7 @@
 #include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <bit>
 #include <filesystem>
 #include <fstream>
@@ -802,12 +803,37 @@ absl::StatusOr<ModelSpec> LoadModelFile(const std::string& path) {
   return m;
 }
 
+namespace {
+
+// Free text (names, the description, fault parameters) as a scalar that reads
+// back to the same bytes. yaml-cpp writes a plain scalar when its characters
+// allow one, and a plain scalar loses some control characters on the way
+// back: "a\r" then a line break reads back as "a" then a CRLF break, one
+// carriage return fewer per write (the scenario parser fuzzer found it).
+// Such text is written double-quoted, where yaml-cpp escapes every control
+// character; other text keeps the style yaml-cpp picks, so the catalogue's
+// YAML is unchanged.
+YAML::Emitter& Text(YAML::Emitter& out, const std::string& text) {
+  const bool control = std::any_of(text.begin(), text.end(), [](char c) {
+    const auto byte = static_cast<unsigned char>(c);
+    return (byte < 0x20 && byte != '\n') || byte == 0x7f;
+  });
+  if (control) out << YAML::DoubleQuoted;
+  return out << text;
+}
+
+}  // namespace
+
 std::string ScenarioToYaml(const Scenario& s) {
   YAML::Emitter out;
   out << YAML::BeginMap;
   out << YAML::Key << "version" << YAML::Value << 1;
-  out << YAML::Key << "name" << YAML::Value << s.name;
-  if (!s.description.empty()) out << YAML::Key << "description" << YAML::Value << s.description;
+  out << YAML::Key << "name" << YAML::Value;
+  Text(out, s.name);
+  if (!s.description.empty()) {
+    out << YAML::Key << "description" << YAML::Value;
+    Text(out, s.description);
+  }
   auto hop = [&](const char* key, const HopSpec& h) {
     out << YAML::Key << key << YAML::Value << YAML::Flow << YAML::BeginMap << YAML::Key
         << "latency_us" << YAML::Value << h.latency_us << YAML::Key << "bandwidth_gbps"
@@ -815,7 +841,8 @@ std::string ScenarioToYaml(const Scenario& s) {
   };
   const HardwareSpec& hw = s.hardware;
   out << YAML::Key << "hardware" << YAML::Value << YAML::BeginMap;
-  out << YAML::Key << "name" << YAML::Value << hw.name;
+  out << YAML::Key << "name" << YAML::Value;
+  Text(out, hw.name);
   out << YAML::Key << "gpus_per_node" << YAML::Value << hw.gpus_per_node;
   out << YAML::Key << "nodes_per_domain" << YAML::Value << hw.nodes_per_domain;
   out << YAML::Key << "max_gpus" << YAML::Value << hw.max_gpus;
@@ -837,7 +864,8 @@ std::string ScenarioToYaml(const Scenario& s) {
   out << YAML::Key << "dp_attention" << YAML::Value << p.dp_attention << YAML::EndMap;
   const ModelSpec& m = s.model;
   out << YAML::Key << "model" << YAML::Value << YAML::BeginMap;
-  out << YAML::Key << "name" << YAML::Value << m.name;
+  out << YAML::Key << "name" << YAML::Value;
+  Text(out, m.name);
   out << YAML::Key << "hidden" << YAML::Value << m.hidden;
   out << YAML::Key << "layers" << YAML::Value << m.layers;
   out << YAML::Key << "moe" << YAML::Value << m.moe;
@@ -845,7 +873,10 @@ std::string ScenarioToYaml(const Scenario& s) {
     out << YAML::Key << "attention_heads" << YAML::Value << m.attention_heads;
   out << YAML::Key << "first_moe_layer" << YAML::Value << m.first_moe_layer;
   out << YAML::Key << "ar_norm_fusion" << YAML::Value << m.ar_norm_fusion;
-  if (!m.architecture.empty()) out << YAML::Key << "architecture" << YAML::Value << m.architecture;
+  if (!m.architecture.empty()) {
+    out << YAML::Key << "architecture" << YAML::Value;
+    Text(out, m.architecture);
+  }
   out << YAML::Key << "embedding_attn_tp_under_dp" << YAML::Value << m.embedding_attn_tp_under_dp;
   out << YAML::Key << "draft_projection" << YAML::Value
       << (m.draft_projection ? std::string(GroupRoleName(*m.draft_projection)) : "none");
@@ -868,7 +899,8 @@ std::string ScenarioToYaml(const Scenario& s) {
   if (d.custom_max_bytes > 0) {
     out << YAML::Key << "custom_max_bytes" << YAML::Value << d.custom_max_bytes;
   }
-  out << YAML::Key << "policy" << YAML::Value << d.policy;
+  out << YAML::Key << "policy" << YAML::Value;
+  Text(out, d.policy);
   out << YAML::Key << "max_fused_norm_tokens" << YAML::Value << d.max_fused_norm_tokens;
   out << YAML::EndMap;
   const WorkloadSpec& w = s.workload;
@@ -908,14 +940,25 @@ std::string ScenarioToYaml(const Scenario& s) {
     out << YAML::Key << "faults" << YAML::Value << YAML::BeginSeq;
     for (const FaultSpec& f : s.faults) {
       out << YAML::Flow << YAML::BeginMap;
-      out << YAML::Key << "kind" << YAML::Value << f.kind;
+      out << YAML::Key << "kind" << YAML::Value;
+      Text(out, f.kind);
       if (!f.ranks.empty()) out << YAML::Key << "ranks" << YAML::Value << YAML::Flow << f.ranks;
       if (f.at_call >= 0) out << YAML::Key << "at_call" << YAML::Value << f.at_call;
       if (f.at_step >= 0) out << YAML::Key << "at_step" << YAML::Value << f.at_step;
       if (f.at_layer >= 0) out << YAML::Key << "at_layer" << YAML::Value << f.at_layer;
-      if (!f.at_site.empty()) out << YAML::Key << "at_site" << YAML::Value << f.at_site;
-      if (!f.at_phase.empty()) out << YAML::Key << "at_phase" << YAML::Value << f.at_phase;
-      for (const auto& [k, v] : f.params) out << YAML::Key << k << YAML::Value << v;
+      if (!f.at_site.empty()) {
+        out << YAML::Key << "at_site" << YAML::Value;
+        Text(out, f.at_site);
+      }
+      if (!f.at_phase.empty()) {
+        out << YAML::Key << "at_phase" << YAML::Value;
+        Text(out, f.at_phase);
+      }
+      for (const auto& [k, v] : f.params) {
+        out << YAML::Key;
+        Text(out, k) << YAML::Value;
+        Text(out, v);
+      }
       out << YAML::EndMap;
     }
     out << YAML::EndSeq;

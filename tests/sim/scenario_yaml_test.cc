@@ -57,6 +57,36 @@ TEST(ScenarioYamlTest, WritingAndReadingBackGivesTheSameScenario) {
   EXPECT_EQ(back->hardware.intra_node.bandwidth_gbps, s->hardware.intra_node.bandwidth_gbps);
 }
 
+// A plain scalar loses a carriage return before a line break on the way
+// back (the pair reads as one CRLF break), so text holding control characters
+// is written double-quoted and escaped; other text keeps its plain style.
+TEST(ScenarioYamlTest, TextWithControlCharactersReadsBackToTheSameBytes) {
+  const std::string yaml_in = R"(version: 1
+name: "ok\r\r"
+description: "tab\there, bell\a, carriage return\r"
+hardware: h200x8
+parallel: {tp: 4}
+model: qwen3-30b-a3b
+workload: {steps: 1, tokens: [8]}
+faults:
+  - {kind: "kernel_launch_failure\r", ranks: [1], at_call: 3, "note\r": "x\r\x7f"}
+)";
+  absl::StatusOr<Scenario> s = ParseScenario(yaml_in, "ok.yaml", TopologiesDir());
+  ASSERT_TRUE(s.ok()) << s.status();
+  ASSERT_EQ(s->name, "ok\r\r");
+  const std::string yaml = ScenarioToYaml(*s);
+  EXPECT_THAT(yaml, AllOf(HasSubstr("name: \"ok\\r\\r\""), HasSubstr("  name: h200x8\n"),
+                          HasSubstr("carriage return\\r\"")));
+  absl::StatusOr<Scenario> back = ParseScenario(yaml, "back.yaml", "");
+  ASSERT_TRUE(back.ok()) << back.status() << "\n" << yaml;
+  EXPECT_EQ(back->name, s->name);
+  EXPECT_EQ(back->description, s->description);
+  ASSERT_EQ(back->faults.size(), 1u);
+  EXPECT_EQ(back->faults[0].kind, "kernel_launch_failure\r");
+  EXPECT_EQ(back->faults[0].params, s->faults[0].params);
+  EXPECT_EQ(ScenarioToYaml(*back), yaml);
+}
+
 TEST(ScenarioYamlTest, UnknownKeyNamesFileLineKeyAndTheClosestKnownKey) {
   const absl::Status s =
       ParseError("name: x\nhardware: h200x8\nparallel: {tp: 2, epp: 2}\nmodel: llama-3-70b\n");
