@@ -805,21 +805,24 @@ absl::StatusOr<ModelSpec> LoadModelFile(const std::string& path) {
 
 namespace {
 
-// Free text (names, the description, fault parameters) as a scalar that reads
-// back to the same bytes. yaml-cpp writes a plain scalar when its characters
-// allow one, and a plain scalar loses some control characters on the way
-// back: "a\r" then a line break reads back as "a" then a CRLF break, one
-// carriage return fewer per write (the scenario parser fuzzer found it).
-// Such text is written double-quoted, where yaml-cpp escapes every control
-// character; other text keeps the style yaml-cpp picks, so the catalogue's
-// YAML is unchanged.
-YAML::Emitter& Text(YAML::Emitter& out, const std::string& text) {
-  const bool control = std::any_of(text.begin(), text.end(), [](char c) {
+// `out << Text{s}`: free text (names, the description, fault parameters) as
+// a scalar that reads back to the same bytes. yaml-cpp writes a plain scalar
+// when its characters allow one, and a plain scalar loses some control
+// characters on the way back: "a\r" then a line break reads back as "a" then
+// a CRLF break, one carriage return fewer per write (the scenario parser
+// fuzzer found it). Such text is written double-quoted, where yaml-cpp
+// escapes every control character; other text keeps the style yaml-cpp
+// picks, so the catalogue's YAML is unchanged.
+struct Text {
+  const std::string& text;
+};
+YAML::Emitter& operator<<(YAML::Emitter& out, Text t) {
+  const bool control = std::any_of(t.text.begin(), t.text.end(), [](char c) {
     const auto byte = static_cast<unsigned char>(c);
     return (byte < 0x20 && byte != '\n') || byte == 0x7f;
   });
   if (control) out << YAML::DoubleQuoted;
-  return out << text;
+  return out << t.text;
 }
 
 }  // namespace
@@ -828,11 +831,9 @@ std::string ScenarioToYaml(const Scenario& s) {
   YAML::Emitter out;
   out << YAML::BeginMap;
   out << YAML::Key << "version" << YAML::Value << 1;
-  out << YAML::Key << "name" << YAML::Value;
-  Text(out, s.name);
+  out << YAML::Key << "name" << YAML::Value << Text{s.name};
   if (!s.description.empty()) {
-    out << YAML::Key << "description" << YAML::Value;
-    Text(out, s.description);
+    out << YAML::Key << "description" << YAML::Value << Text{s.description};
   }
   auto hop = [&](const char* key, const HopSpec& h) {
     out << YAML::Key << key << YAML::Value << YAML::Flow << YAML::BeginMap << YAML::Key
@@ -841,8 +842,7 @@ std::string ScenarioToYaml(const Scenario& s) {
   };
   const HardwareSpec& hw = s.hardware;
   out << YAML::Key << "hardware" << YAML::Value << YAML::BeginMap;
-  out << YAML::Key << "name" << YAML::Value;
-  Text(out, hw.name);
+  out << YAML::Key << "name" << YAML::Value << Text{hw.name};
   out << YAML::Key << "gpus_per_node" << YAML::Value << hw.gpus_per_node;
   out << YAML::Key << "nodes_per_domain" << YAML::Value << hw.nodes_per_domain;
   out << YAML::Key << "max_gpus" << YAML::Value << hw.max_gpus;
@@ -864,8 +864,7 @@ std::string ScenarioToYaml(const Scenario& s) {
   out << YAML::Key << "dp_attention" << YAML::Value << p.dp_attention << YAML::EndMap;
   const ModelSpec& m = s.model;
   out << YAML::Key << "model" << YAML::Value << YAML::BeginMap;
-  out << YAML::Key << "name" << YAML::Value;
-  Text(out, m.name);
+  out << YAML::Key << "name" << YAML::Value << Text{m.name};
   out << YAML::Key << "hidden" << YAML::Value << m.hidden;
   out << YAML::Key << "layers" << YAML::Value << m.layers;
   out << YAML::Key << "moe" << YAML::Value << m.moe;
@@ -874,8 +873,7 @@ std::string ScenarioToYaml(const Scenario& s) {
   out << YAML::Key << "first_moe_layer" << YAML::Value << m.first_moe_layer;
   out << YAML::Key << "ar_norm_fusion" << YAML::Value << m.ar_norm_fusion;
   if (!m.architecture.empty()) {
-    out << YAML::Key << "architecture" << YAML::Value;
-    Text(out, m.architecture);
+    out << YAML::Key << "architecture" << YAML::Value << Text{m.architecture};
   }
   out << YAML::Key << "embedding_attn_tp_under_dp" << YAML::Value << m.embedding_attn_tp_under_dp;
   out << YAML::Key << "draft_projection" << YAML::Value
@@ -899,8 +897,7 @@ std::string ScenarioToYaml(const Scenario& s) {
   if (d.custom_max_bytes > 0) {
     out << YAML::Key << "custom_max_bytes" << YAML::Value << d.custom_max_bytes;
   }
-  out << YAML::Key << "policy" << YAML::Value;
-  Text(out, d.policy);
+  out << YAML::Key << "policy" << YAML::Value << Text{d.policy};
   out << YAML::Key << "max_fused_norm_tokens" << YAML::Value << d.max_fused_norm_tokens;
   out << YAML::EndMap;
   const WorkloadSpec& w = s.workload;
@@ -940,25 +937,14 @@ std::string ScenarioToYaml(const Scenario& s) {
     out << YAML::Key << "faults" << YAML::Value << YAML::BeginSeq;
     for (const FaultSpec& f : s.faults) {
       out << YAML::Flow << YAML::BeginMap;
-      out << YAML::Key << "kind" << YAML::Value;
-      Text(out, f.kind);
+      out << YAML::Key << "kind" << YAML::Value << Text{f.kind};
       if (!f.ranks.empty()) out << YAML::Key << "ranks" << YAML::Value << YAML::Flow << f.ranks;
       if (f.at_call >= 0) out << YAML::Key << "at_call" << YAML::Value << f.at_call;
       if (f.at_step >= 0) out << YAML::Key << "at_step" << YAML::Value << f.at_step;
       if (f.at_layer >= 0) out << YAML::Key << "at_layer" << YAML::Value << f.at_layer;
-      if (!f.at_site.empty()) {
-        out << YAML::Key << "at_site" << YAML::Value;
-        Text(out, f.at_site);
-      }
-      if (!f.at_phase.empty()) {
-        out << YAML::Key << "at_phase" << YAML::Value;
-        Text(out, f.at_phase);
-      }
-      for (const auto& [k, v] : f.params) {
-        out << YAML::Key;
-        Text(out, k) << YAML::Value;
-        Text(out, v);
-      }
+      if (!f.at_site.empty()) out << YAML::Key << "at_site" << YAML::Value << Text{f.at_site};
+      if (!f.at_phase.empty()) out << YAML::Key << "at_phase" << YAML::Value << Text{f.at_phase};
+      for (const auto& [k, v] : f.params) out << YAML::Key << Text{k} << YAML::Value << Text{v};
       out << YAML::EndMap;
     }
     out << YAML::EndSeq;
