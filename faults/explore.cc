@@ -325,6 +325,10 @@ absl::StatusOr<ExploreResult> Explore(const std::vector<Scenario>& scenarios,
     o.policy = options.policy;
     o.schedule = options.schedule;
     o.keep_trace = false;
+    // Verdicts and trace hashes do not read the decision records; only a
+    // failure's summary and signature do (its first divergent decision). Most
+    // runs are acceptable, so the first pass keeps none.
+    o.keep_decisions = false;
     absl::StatusOr<SimResult> r = SimulateWithFaults(*s, o, registry);
     if (!r.ok()) return r.status();
     out.verdict = r->verdict;
@@ -332,6 +336,18 @@ absl::StatusOr<ExploreResult> Explore(const std::vector<Scenario>& scenarios,
     out.acceptable =
         options.swarm ? Contains(AcceptableVerdicts(*s), r->verdict) : AsExpected(*s, r->verdict);
     if (!out.acceptable) {
+      // The same seed again with the records, to explain the failure.
+      o.keep_decisions = true;
+      r = SimulateWithFaults(*s, o, registry);
+      if (!r.ok()) return r.status();
+      if (r->verdict != out.verdict || r->trace_hash != out.trace_hash) {
+        return absl::InternalError(absl::StrFormat(
+            "%s seed %d ran differently when it kept its decision records (%s, trace %016x; "
+            "without them %s, trace %016x): the simulator is not deterministic here, please "
+            "report it",
+            s->name, out.seed, VerdictName(r->verdict), r->trace_hash, VerdictName(out.verdict),
+            out.trace_hash));
+      }
       out.summary = r->summary;
       out.policy = r->policy;
       out.signature = FailureSignature(*r);
@@ -547,6 +563,7 @@ absl::StatusOr<MutantTable> RunMutants(const std::vector<Scenario>& scenarios, u
         o.seed = 1 + (i % seeds);
         o.policy = table.rows[row].mutant;
         o.keep_trace = false;
+        o.keep_decisions = false;  // the table reads verdicts only
         absl::StatusOr<SimResult> r = SimulateWithFaults(scenarios[scenario], o, registry);
         if (!r.ok()) {
           errors[i] = r.status();

@@ -168,6 +168,7 @@ absl::StatusOr<ShrinkResult> Shrink(const Scenario& failing, const SimOptions& o
       if (result.runs >= max_runs) return false;
       SimOptions attempt = o;
       attempt.seed = s;
+      attempt.keep_decisions = false;  // only the verdict is compared
       ++result.runs;
       absl::StatusOr<SimResult> r = SimulateWithFaults(c, attempt, registry);
       if (r.ok() && r->verdict == target) {

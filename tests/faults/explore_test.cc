@@ -16,6 +16,7 @@
 #include "sim/report/report.h"
 #include "sim/scenario/scenario_yaml.h"
 #include "sim/sim_run.h"
+#include "tests/property_seeds.h"
 #include "tests/sanitizer_build.h"
 
 namespace lockstep::faults {
@@ -89,6 +90,76 @@ TEST(ExploreTest, AMutantsFirstFailingSeedComesWithAReplayCommand) {
   EXPECT_THAT(text, HasSubstr("replay: lockstep sim"));
   EXPECT_THAT(text, HasSubstr("--policy no-hybrid-fusion-gate"));
   EXPECT_THAT(FormatExploreMarkdown(scenarios, *r, o), HasSubstr("| `tp4-ep2-qwen3-h200` |"));
+}
+
+// Explore's first pass keeps no decision records (faults/explore.cc): what a
+// run does, and so its verdict and trace hash, must not depend on them.
+TEST(ExploreTest, DecisionRecordsChangeNeitherVerdictNorTrace) {
+  absl::StatusOr<std::vector<Scenario>> scenarios = LoadScenarios(Topologies() + "/scenarios");
+  ASSERT_TRUE(scenarios.ok()) << scenarios.status();
+  ASSERT_GT(scenarios->size(), 50u);
+  const PolicyRegistry registry = MakePolicyRegistry();
+  const uint64_t seeds = lockstep::testing::PropertySeeds(2);
+  int failing = 0;
+  for (const Scenario& s : *scenarios) {
+    for (uint64_t seed = 1; seed <= seeds; ++seed) {
+      SimOptions with;
+      with.seed = seed;
+      with.keep_trace = false;
+      SimOptions without = with;
+      without.keep_decisions = false;
+      absl::StatusOr<SimResult> a = SimulateWithFaults(s, with, registry);
+      absl::StatusOr<SimResult> b = SimulateWithFaults(s, without, registry);
+      ASSERT_TRUE(a.ok()) << s.name << ": " << a.status();
+      ASSERT_TRUE(b.ok()) << s.name << ": " << b.status();
+      EXPECT_EQ(a->verdict, b->verdict) << s.name << " seed " << seed;
+      EXPECT_EQ(a->trace_hash, b->trace_hash) << s.name << " seed " << seed;
+      EXPECT_EQ(a->rank_calls, b->rank_calls) << s.name << " seed " << seed;
+      EXPECT_EQ(a->schedule_steps, b->schedule_steps) << s.name << " seed " << seed;
+      failing += a->verdict != Verdict::kClean ? 1 : 0;
+    }
+  }
+  // The catalogue's hangs and fail-stops are among them.
+  EXPECT_GT(failing, 10);
+}
+
+// A failure's summary and signature name its first divergent decision, which
+// only the records hold: explore runs a failing seed again to keep them.
+TEST(ExploreTest, AFailuresSignatureComesFromARunThatKeptItsRecords) {
+  const std::vector<Scenario> scenarios = {Load("tp8-llama3-h200.yaml")};
+  ExploreOptions o;
+  o.seeds = 10;
+  o.swarm = true;
+  o.policy = "local-predicates";
+  const PolicyRegistry registry = MakePolicyRegistry();
+  absl::StatusOr<ExploreResult> r = Explore(scenarios, o, registry);
+  ASSERT_TRUE(r.ok()) << r.status();
+  int failures = 0, explained = 0;
+  for (const SeedOutcome& out : r->outcomes) {
+    if (out.acceptable) continue;
+    ++failures;
+    absl::StatusOr<Scenario> drawn = WithSwarmFaults(scenarios[0], out.seed);
+    ASSERT_TRUE(drawn.ok()) << drawn.status();
+    SimOptions kept;
+    kept.seed = out.seed;
+    kept.policy = o.policy;
+    kept.keep_trace = false;
+    absl::StatusOr<SimResult> direct = SimulateWithFaults(*drawn, kept, registry);
+    ASSERT_TRUE(direct.ok()) << direct.status();
+    EXPECT_EQ(out.summary, direct->summary) << "seed " << out.seed;
+    EXPECT_EQ(out.signature, FailureSignature(*direct)) << "seed " << out.seed;
+    EXPECT_EQ(out.trace_hash, direct->trace_hash) << "seed " << out.seed;
+    SimOptions bare = kept;
+    bare.keep_decisions = false;
+    absl::StatusOr<SimResult> unexplained = SimulateWithFaults(*drawn, bare, registry);
+    ASSERT_TRUE(unexplained.ok()) << unexplained.status();
+    EXPECT_THAT(out.summary, HasSubstr("first divergent decision")) << "seed " << out.seed;
+    explained += out.signature != FailureSignature(*unexplained) ? 1 : 0;
+  }
+  // Local predicates under swarm faults hang most seeds (7 of these 10).
+  EXPECT_GE(failures, 5);
+  // Without the records the signature would lack the inputs that differed.
+  EXPECT_EQ(explained, failures);
 }
 
 TEST(ExploreTest, SwarmDrawsAreDeterministicAndApplicable) {
