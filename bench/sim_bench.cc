@@ -294,8 +294,8 @@ double ExploreRankCallsPerSecond(int jobs, bool fused, uint64_t seeds) {
 // where the machine has eight). `ratio` is the old whole-job figure
 // (simulator on one core against all eight processes). `explore_per_core_ratio`:
 // the same with `explore --jobs 1` in place of the bare run: each seed's
-// set-up and analysis, and the decision records explore keeps to explain a
-// hang, included.
+// set-up and analysis included (explore keeps decision records only when it
+// runs a failing seed again to explain it).
 void BM_SimVersusOpenMpi(benchmark::State& state) {
   const bool fused = state.range(0) != 0;
   Extremes mpi_rates, sim_rates, explore_rates;

@@ -308,6 +308,10 @@ absl::StatusOr<ExploreResult> Explore(const std::vector<Scenario>& scenarios,
   }
   const bool timed = options.budget.count() > 0;
   std::atomic<size_t> failures{0};
+  // Per scenario, runs finished and how many failed: whether a run keeps its
+  // decision records from the start (below).
+  std::vector<std::atomic<uint64_t>> finished_runs(scenarios.size());
+  std::vector<std::atomic<uint64_t>> failed_runs(scenarios.size());
   // Item k of this shard's j-th run.
   auto item_of = [&](size_t j) { return options.shard_index + options.shard_count * j; };
   // One run; the outcome, or the error that stopped it.
@@ -326,27 +330,36 @@ absl::StatusOr<ExploreResult> Explore(const std::vector<Scenario>& scenarios,
     o.schedule = options.schedule;
     o.keep_trace = false;
     // Verdicts and trace hashes do not read the decision records; only a
-    // failure's summary and signature do (its first divergent decision). Most
-    // runs are acceptable, so the first pass keeps none.
-    o.keep_decisions = false;
+    // failure's summary and signature do (its first divergent decision). A
+    // run keeps none while its scenario's runs have mostly been acceptable,
+    // and a failing run is then run again keeping them; once more than a
+    // tenth of the scenario's runs have failed (a mutant, a bug that most
+    // seeds find), runs keep them from the start. Which way a run goes
+    // changes its cost, never its outcome (ExploreTest checks both ways).
+    const uint64_t failed = failed_runs[out.scenario].load(std::memory_order_relaxed);
+    o.keep_decisions = failed * 10 > finished_runs[out.scenario].load(std::memory_order_relaxed);
     absl::StatusOr<SimResult> r = SimulateWithFaults(*s, o, registry);
     if (!r.ok()) return r.status();
     out.verdict = r->verdict;
     out.trace_hash = r->trace_hash;
     out.acceptable =
         options.swarm ? Contains(AcceptableVerdicts(*s), r->verdict) : AsExpected(*s, r->verdict);
+    finished_runs[out.scenario].fetch_add(1, std::memory_order_relaxed);
+    if (!out.acceptable) failed_runs[out.scenario].fetch_add(1, std::memory_order_relaxed);
     if (!out.acceptable) {
-      // The same seed again with the records, to explain the failure.
-      o.keep_decisions = true;
-      r = SimulateWithFaults(*s, o, registry);
-      if (!r.ok()) return r.status();
-      if (r->verdict != out.verdict || r->trace_hash != out.trace_hash) {
-        return absl::InternalError(absl::StrFormat(
-            "%s seed %d ran differently when it kept its decision records (%s, trace %016x; "
-            "without them %s, trace %016x): the simulator is not deterministic here, please "
-            "report it",
-            s->name, out.seed, VerdictName(r->verdict), r->trace_hash, VerdictName(out.verdict),
-            out.trace_hash));
+      if (!o.keep_decisions) {
+        // The same seed again with the records, to explain the failure.
+        o.keep_decisions = true;
+        r = SimulateWithFaults(*s, o, registry);
+        if (!r.ok()) return r.status();
+        if (r->verdict != out.verdict || r->trace_hash != out.trace_hash) {
+          return absl::InternalError(absl::StrFormat(
+              "%s seed %d ran differently when it kept its decision records (%s, trace %016x; "
+              "without them %s, trace %016x): the simulator is not deterministic here, please "
+              "report it",
+              s->name, out.seed, VerdictName(r->verdict), r->trace_hash, VerdictName(out.verdict),
+              out.trace_hash));
+        }
       }
       out.summary = r->summary;
       out.policy = r->policy;

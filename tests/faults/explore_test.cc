@@ -37,21 +37,37 @@ TEST(ExploreTest, ResultsAreIdenticalForAnyNumberOfJobs) {
   const std::vector<Scenario> scenarios = {Load("tp4-ep2-qwen3-h200.yaml"),
                                            Load("tp8-llama3-h200.yaml")};
   const PolicyRegistry registry = MakePolicyRegistry();
-  std::vector<std::vector<std::tuple<uint64_t, Verdict, uint64_t>>> runs;
-  for (int jobs : {1, 2, 3}) {
-    ExploreOptions o;
-    o.seeds = 40;
-    o.swarm = true;
-    o.jobs = jobs;
-    absl::StatusOr<ExploreResult> r = Explore(scenarios, o, registry);
-    ASSERT_TRUE(r.ok());
-    std::vector<std::tuple<uint64_t, Verdict, uint64_t>> flat;
-    for (const SeedOutcome& out : r->outcomes)
-      flat.emplace_back(out.seed, out.verdict, out.trace_hash);
-    runs.push_back(flat);
+  // Seed, verdict, trace hash, summary and signature. Which runs keep their
+  // decision records from the start depends on the order threads finish
+  // runs in; what they report must not.
+  using Outcome = std::tuple<uint64_t, Verdict, uint64_t, std::string, std::string>;
+  std::vector<std::vector<Outcome>> runs;
+  for (const char* policy : {"", "local-predicates"}) {
+    for (int jobs : {1, 2, 3}) {
+      ExploreOptions o;
+      o.seeds = 40;
+      o.swarm = true;
+      o.policy = policy;
+      o.jobs = jobs;
+      absl::StatusOr<ExploreResult> r = Explore(scenarios, o, registry);
+      ASSERT_TRUE(r.ok());
+      std::vector<Outcome> flat;
+      for (const SeedOutcome& out : r->outcomes) {
+        flat.emplace_back(out.seed, out.verdict, out.trace_hash, out.summary, out.signature);
+      }
+      runs.push_back(flat);
+    }
   }
   EXPECT_EQ(runs[0], runs[1]);
   EXPECT_EQ(runs[0], runs[2]);
+  EXPECT_EQ(runs[3], runs[4]);
+  EXPECT_EQ(runs[3], runs[5]);
+  // The mutant fails often enough that runs keep their records from the start.
+  const auto failed = [](const std::vector<Outcome>& v) {
+    return std::count_if(v.begin(), v.end(),
+                         [](const Outcome& o) { return !std::get<4>(o).empty(); });
+  };
+  EXPECT_GT(failed(runs[3]), static_cast<std::ptrdiff_t>(runs[3].size() / 10));
 }
 
 // What the command line sets once (cli/main.cc): a block of a few MiB a run
@@ -124,13 +140,17 @@ TEST(ExploreTest, DecisionRecordsChangeNeitherVerdictNorTrace) {
 }
 
 // A failure's summary and signature name its first divergent decision, which
-// only the records hold: explore runs a failing seed again to keep them.
+// only the records hold. Explore runs a failing seed again to keep them
+// (seed 1 here), and keeps them from the start once more than a tenth of the
+// scenario's runs failed (the later seeds, with one job): both ways give
+// what a run that kept them gives.
 TEST(ExploreTest, AFailuresSignatureComesFromARunThatKeptItsRecords) {
   const std::vector<Scenario> scenarios = {Load("tp8-llama3-h200.yaml")};
   ExploreOptions o;
   o.seeds = 10;
   o.swarm = true;
   o.policy = "local-predicates";
+  o.jobs = 1;
   const PolicyRegistry registry = MakePolicyRegistry();
   absl::StatusOr<ExploreResult> r = Explore(scenarios, o, registry);
   ASSERT_TRUE(r.ok()) << r.status();
