@@ -345,8 +345,8 @@ absl::StatusOr<ExploreResult> Explore(const std::vector<Scenario>& scenarios,
     out.acceptable =
         options.swarm ? Contains(AcceptableVerdicts(*s), r->verdict) : AsExpected(*s, r->verdict);
     finished_runs[out.scenario].fetch_add(1, std::memory_order_relaxed);
-    if (!out.acceptable) failed_runs[out.scenario].fetch_add(1, std::memory_order_relaxed);
     if (!out.acceptable) {
+      failed_runs[out.scenario].fetch_add(1, std::memory_order_relaxed);
       if (!o.keep_decisions) {
         // The same seed again with the records, to explain the failure.
         o.keep_decisions = true;

@@ -108,8 +108,9 @@ TEST(ExploreTest, AMutantsFirstFailingSeedComesWithAReplayCommand) {
   EXPECT_THAT(FormatExploreMarkdown(scenarios, *r, o), HasSubstr("| `tp4-ep2-qwen3-h200` |"));
 }
 
-// Explore's first pass keeps no decision records (faults/explore.cc): what a
-// run does, and so its verdict and trace hash, must not depend on them.
+// Explore's runs keep no decision records until they must explain a failure
+// (faults/explore.cc): what a run does, and so its verdict and trace hash,
+// must not depend on them.
 TEST(ExploreTest, DecisionRecordsChangeNeitherVerdictNorTrace) {
   absl::StatusOr<std::vector<Scenario>> scenarios = LoadScenarios(Topologies() + "/scenarios");
   ASSERT_TRUE(scenarios.ok()) << scenarios.status();
