@@ -292,6 +292,23 @@ void SplitAt(Accumulator& acc, int64_t at) {
 }  // namespace
 
 void AccumulatorAdd(SimContext& ctx, Accumulator& acc, const SimChunk& chunk) {
+  // The usual add, symbolic data: one piece over the whole chunk into a sum
+  // of one segment (what the loops below do for it, without them).
+  if (!ctx.numeric_mode && chunk.pieces.size() == 1 && chunk.len > 0 &&
+      chunk.pieces.front().len == chunk.len &&
+      (acc.empty || (acc.segments.size() == 1 && acc.len > 0))) {
+    const Piece& p = chunk.pieces.front();
+    if (acc.empty) {
+      acc.empty = false;
+      acc.len = chunk.len;
+      acc.src = p.src;
+      acc.segments.resize(1);
+      acc.segments.front() = Accumulator::Segment{0, chunk.len, SimValue{}};
+    }
+    AddToSum(ctx, acc.segments.front().sum, p.value, acc.fp32,
+             (p.value.flags & kShifted) != 0 || p.src != acc.src);
+    return;
+  }
   const bool first = acc.empty;
   if (first) {
     acc.empty = false;
@@ -334,12 +351,7 @@ void AccumulatorAdd(SimContext& ctx, Accumulator& acc, const SimChunk& chunk) {
     const bool shifted = (v.flags & kShifted) != 0 || p.src != acc.src + offset || unsampled;
     for (Accumulator::Segment& seg : acc.segments) {
       if (seg.end <= offset || seg.begin >= offset + p.len) continue;
-      seg.sum.key_sum += v.key_sum;
-      seg.sum.count += v.count;
-      if (ctx.exact) seg.sum.exact = ctx.sets.Merge(seg.sum.exact, v.exact);
-      seg.sum.bits =
-          StableHasher::Mix(seg.sum.bits * 0x9e3779b97f4a7c15ull + v.bits + (acc.fp32 ? 1u : 0u));
-      if (shifted) seg.sum.flags |= kShifted;
+      AddToSum(ctx, seg.sum, v, acc.fp32, shifted);
     }
     offset += p.len;
   }

@@ -13,6 +13,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/inlined_vector.h"
+#include "dispatch/stable_hash.h"
 #include "kernels/protocol/lamport.h"
 #include "sim/memory/run_list.h"
 #include "sim/replica/site.h"
@@ -87,6 +88,17 @@ struct Accumulator {
 };
 
 void AccumulatorAdd(SimContext& ctx, Accumulator& acc, const SimChunk& chunk);
+// The provenance half of one add (numeric elements aside): `v`'s
+// contributions summed into `sum`, in the order added; `shifted`: `v`'s
+// elements sit at other offsets than the sum's. AccumulatorAdd applies it to
+// every segment a piece covers; a sum of whole runs applies it once.
+inline void AddToSum(SimContext& ctx, SimValue& sum, const SimValue& v, bool fp32, bool shifted) {
+  sum.key_sum += v.key_sum;
+  sum.count += v.count;
+  if (ctx.exact) sum.exact = ctx.sets.Merge(sum.exact, v.exact);
+  sum.bits = StableHasher::Mix(sum.bits * 0x9e3779b97f4a7c15ull + v.bits + (fp32 ? 1u : 0u));
+  if (shifted) sum.flags |= kShifted;
+}
 SimChunk AccumulatorFinish(SimContext& ctx, const Accumulator& acc);
 
 // Rewrites −0 elements to +0 (protocol::SanitizeBits) in every piece.

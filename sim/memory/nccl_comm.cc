@@ -119,30 +119,34 @@ void SimComm::Complete() {
   const int64_t done = start + ctx_.hardware.RingAllReduceNs(ranks_.size(), worst_hop_, bytes);
 
   if (first.op == CollectiveOp::kAllReduce) {
-    Accumulator acc;
-    // NCCL adds in the element type, in one fixed order for every member.
-    SimChunk chunk;
-    for (const Post& p : posts_) {
-      chunk.pieces.clear();
-      p.in->runs.Read(0, first.count, chunk);
-      AccumulatorAdd(ctx_, acc, chunk);
-    }
-    const SimChunk sum = AccumulatorFinish(ctx_, acc);
-    if (sum.pieces.size() > kSharedResultPieces) {
-      // A sum of many pieces (an all-reduce of gathered rows: a piece per
-      // group) is one list every member shares, as an all-gather's result:
-      // a copy per member would cost the group the square of its width.
-      RunList result;
-      WriteChunk(result, 0, sum, done, ranks_[0]);
-      for (const Post& p : posts_) {
-        p.out->runs = RunList::SharedWith(result);
-        p.out->elems = first.count;
-      }
+    if (AllReduceWholeInputs(first.count, done)) {
+      // (Summed without chunks; see AllReduceWholeInputs.)
     } else {
-      for (size_t m = 0; m < posts_.size(); ++m) {
-        posts_[m].out->runs.Reset();
-        posts_[m].out->elems = first.count;
-        WriteChunk(posts_[m].out->runs, 0, sum, done, ranks_[m]);
+      Accumulator acc;
+      // NCCL adds in the element type, in one fixed order for every member.
+      SimChunk chunk;
+      for (const Post& p : posts_) {
+        chunk.pieces.clear();
+        p.in->runs.Read(0, first.count, chunk);
+        AccumulatorAdd(ctx_, acc, chunk);
+      }
+      const SimChunk sum = AccumulatorFinish(ctx_, acc);
+      if (sum.pieces.size() > kSharedResultPieces) {
+        // A sum of many pieces (an all-reduce of gathered rows: a piece per
+        // group) is one list every member shares, as an all-gather's result:
+        // a copy per member would cost the group the square of its width.
+        RunList result;
+        WriteChunk(result, 0, sum, done, ranks_[0]);
+        for (const Post& p : posts_) {
+          p.out->runs = RunList::SharedWith(result);
+          p.out->elems = first.count;
+        }
+      } else {
+        for (size_t m = 0; m < posts_.size(); ++m) {
+          posts_[m].out->runs.Reset();
+          posts_[m].out->elems = first.count;
+          WriteChunk(posts_[m].out->runs, 0, sum, done, ranks_[m]);
+        }
       }
     }
   } else if (first.op == CollectiveOp::kReduceScatter) {
@@ -369,6 +373,38 @@ bool SimComm::ReduceScatterWholeInputs(const std::vector<int64_t>& counts, int64
       WriteChunk(out.runs, 0, Rebased(std::move(share), offset), done, ranks_[m]);
     }
     offset += count;
+  }
+  return true;
+}
+
+bool SimComm::AllReduceWholeInputs(int64_t count, int64_t done) {
+  // What the general path computes for such inputs: each member's input read
+  // as one piece and added to a sum of one segment, which becomes one run of
+  // every member's result. Numeric mode keeps the general path (it adds
+  // elements too).
+  if (ctx_.numeric_mode || count <= 0) return false;
+  for (const Post& p : posts_) {
+    const RunList::Runs& runs = p.in->runs.runs();
+    if (runs.size() != 1 || runs[0].begin > 0 || runs[0].end < count) return false;
+  }
+  // Where each input's element 0 sits in its value's index space (a piece's
+  // `src`); an input elsewhere than the first's holds other offsets' data.
+  const auto src_of = [](const Post& p) {
+    const Run& r = p.in->runs.runs()[0];
+    return r.src - r.begin;
+  };
+  const int64_t src = src_of(posts_.front());
+  SimValue sum;
+  for (const Post& p : posts_) {
+    const SimValue& v = p.in->runs.runs()[0].value;
+    AddToSum(ctx_, sum, v, /*fp32=*/false, (v.flags & kShifted) != 0 || src_of(p) != src);
+  }
+  sum.flags &= kShifted;
+  for (size_t m = 0; m < posts_.size(); ++m) {
+    SimTensor& out = *posts_[m].out;
+    out.runs.Reset();
+    out.elems = count;
+    out.runs.Write(Run{0, count, sum, src, done, ranks_[m]});
   }
   return true;
 }

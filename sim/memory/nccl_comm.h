@@ -99,6 +99,11 @@ class SimComm : public Waitable {
   // summed once for the group, every share a slice. Returns false (nothing
   // done) for any other inputs.
   bool ReduceScatterWholeInputs(const std::vector<int64_t>& counts, int64_t done);
+  // An all-reduce of `count` elements whose inputs are each one run covering
+  // them (what a symbolic input is): the sum is one value, added up once, and
+  // every member's result is one run holding it. Returns false (nothing
+  // done) for any other inputs, and in numeric mode.
+  bool AllReduceWholeInputs(int64_t count, int64_t done);
 
   SimContext& ctx_;
   std::string name_;
