@@ -401,7 +401,7 @@ void CustomMem::PushSlot(int32_t peer, uint32_t half, int64_t pos, const Value& 
     LamportBuffer& slot = ar->Slot(peer, half, writer);
     int64_t at = pos;
     for (const Piece& p : v.pieces) {
-      slot.Write(Run{at, at + p.len, p.value, p.src, ready, writer_rank});
+      slot.Write(at, p, ready, writer_rank);
       at += p.len;
     }
     ar->WakeIfWaiting(peer, SimCustomAllReduce::WaitKind::kSlot, writer);

@@ -1,6 +1,7 @@
 #include "sim/memory/lamport_buffer.h"
 
 #include <algorithm>
+#include <limits>
 
 namespace lockstep {
 
@@ -13,26 +14,55 @@ void LamportBuffer::Spill() {
   general_ = true;
 }
 
-void LamportBuffer::Write(const Run& run) {
-  if (!general_) {
-    const int64_t len = run.end - run.begin;
-    if (used_ == 0 && len > 0 && run.begin % len == 0) slot_len_ = len;
-    if (len == slot_len_ && run.begin % len == 0) {
-      const auto index = static_cast<size_t>(run.begin / len);
-      if (index >= slots_.size()) {
-        slots_.resize(index + 1);
-        present_.resize(index + 1, 0);
-      }
-      if (present_[index] == 0) {
-        present_[index] = 1;
-        ++used_;
-      }
-      slots_[index] = run;
-      return;
+void LamportBuffer::SetSlotLen(int64_t len) {
+  slot_len_ = len;
+  // ceil(2^64 / len); len = 1 (whose inverse overflows) divides.
+  slot_inverse_ = len > 1 && len < (int64_t{1} << 32)
+                      ? std::numeric_limits<uint64_t>::max() / static_cast<uint64_t>(len) + 1
+                      : 0;
+}
+
+Run* LamportBuffer::SlotFor(int64_t begin, int64_t len) {
+  if (general_) return nullptr;
+  if (used_ == 0 && len != slot_len_ && begin % len == 0) SetSlotLen(len);
+  size_t index = 0;
+  if (len == slot_len_ && SlotStart(begin, &index)) {
+    if (index >= slots_.size()) {
+      slots_.resize(index + 1);
+      present_.resize(index + 1, 0);
     }
-    Spill();
+    if (present_[index] == 0) {
+      present_[index] = 1;
+      ++used_;
+    }
+    return &slots_[index];
+  }
+  Spill();
+  return nullptr;
+}
+
+// An empty write changes nothing in either form (RunList::Write ignores it).
+void LamportBuffer::Write(const Run& run) {
+  if (run.begin >= run.end) return;
+  if (Run* slot = SlotFor(run.begin, run.end - run.begin)) {
+    *slot = run;
+    return;
   }
   runs_.Write(run);
+}
+
+void LamportBuffer::Write(int64_t begin, const Piece& piece, int64_t ready_ns, int32_t writer) {
+  if (piece.len <= 0) return;
+  if (Run* slot = SlotFor(begin, piece.len)) {
+    slot->begin = begin;
+    slot->end = begin + piece.len;
+    slot->value = piece.value;
+    slot->src = piece.src;
+    slot->ready_ns = ready_ns;
+    slot->writer = writer;
+    return;
+  }
+  runs_.Write(Run{begin, begin + piece.len, piece.value, piece.src, ready_ns, writer});
 }
 
 void LamportBuffer::Clear(int64_t begin, int64_t end) {
@@ -72,7 +102,7 @@ bool LamportBuffer::Read(int64_t begin, int64_t end, SimChunk& out, int64_t* rea
   *ready_ns = 0;
   if (used_ == 0) return false;
   bool covered = true;
-  for (int64_t slot = begin / slot_len_; slot * slot_len_ < end; ++slot) {
+  for (auto slot = static_cast<int64_t>(SlotOf(begin)); slot * slot_len_ < end; ++slot) {
     const auto i = static_cast<size_t>(slot);
     if (i >= slots_.size() || present_[i] == 0) {
       covered = false;
@@ -85,6 +115,29 @@ bool LamportBuffer::Read(int64_t begin, int64_t end, SimChunk& out, int64_t* rea
     *ready_ns = std::max(*ready_ns, r.ready_ns);
   }
   return covered;
+}
+
+bool LamportBuffer::ReadFresh(int64_t begin, int64_t end, SimChunk& out, int64_t* ready_ns) const {
+  // The usual poll: one whole slot, present (what Read gives for it).
+  size_t i = 0;
+  if (!general_ && used_ > 0 && end - begin == slot_len_ && begin >= 0 && SlotStart(begin, &i) &&
+      i < slots_.size() && present_[i] != 0) {
+    const Run& r = slots_[i];
+    if (out.pieces.size() == 1) {
+      Piece& p = out.pieces.front();
+      p.value = r.value;
+      p.src = r.src;
+      p.len = slot_len_;
+    } else {
+      out.pieces.clear();
+      out.pieces.push_back(Piece{r.value, r.src, slot_len_});
+    }
+    out.len = slot_len_;
+    *ready_ns = std::max<int64_t>(0, r.ready_ns);
+    return true;
+  }
+  out.pieces.clear();
+  return Read(begin, end, out, ready_ns);
 }
 
 }  // namespace lockstep

@@ -20,9 +20,15 @@ namespace lockstep {
 class LamportBuffer {
  public:
   void Write(const Run& run);
+  // Write(Run{begin, begin + piece.len, piece.value, piece.src, ready_ns,
+  // writer}), without building the run first (a push's store).
+  void Write(int64_t begin, const Piece& piece, int64_t ready_ns, int32_t writer);
   void Clear(int64_t begin, int64_t end);
   // As RunList::Read: appends the pieces of [begin, end), returns coverage.
   bool Read(int64_t begin, int64_t end, SimChunk& out, int64_t* ready_ns) const;
+  // Read into an emptied `out` (a poll's value, reused from peer to peer:
+  // a single piece is overwritten in place).
+  bool ReadFresh(int64_t begin, int64_t end, SimChunk& out, int64_t* ready_ns) const;
   bool Empty() const { return general_ ? runs_.runs().empty() : used_ == 0; }
   // Whether the buffer left the slot table (for tests).
   bool general() const { return general_; }
@@ -30,8 +36,31 @@ class LamportBuffer {
  private:
   void Spill();
 
+  // pos / slot_len_, pos >= 0.
+  size_t SlotOf(int64_t pos) const {
+    const auto n = static_cast<uint64_t>(pos);
+    if (slot_inverse_ != 0 && n < (uint64_t{1} << 32)) {
+      __extension__ using Wide = unsigned __int128;
+      return static_cast<size_t>((static_cast<Wide>(slot_inverse_) * n) >> 64);
+    }
+    return static_cast<size_t>(pos / slot_len_);
+  }
+  // Whether `pos` is a slot's first element; its slot in `*index`.
+  bool SlotStart(int64_t pos, size_t* index) const {
+    *index = SlotOf(pos);
+    return static_cast<int64_t>(*index) * slot_len_ == pos;
+  }
+  void SetSlotLen(int64_t len);
+  // The slot a write of [begin, begin + len) (len > 0) fills, marked
+  // present; null once the write has moved the buffer to the general form.
+  Run* SlotFor(int64_t begin, int64_t len);
+
   bool general_ = false;
   int64_t slot_len_ = 0;          // 0: not chosen yet
+  // pos / slot_len_ as (pos * slot_inverse_) >> 64, exact for pos and
+  // slot_len_ below 2^32 (Lemire, Kaser and Kurz, "Faster remainder by direct
+  // computation", 2019); 0: divide.
+  uint64_t slot_inverse_ = 0;
   std::vector<Run> slots_;        // slot i covers [i * slot_len_, (i + 1) * slot_len_)
   std::vector<uint8_t> present_;  // whether slot i holds data
   int64_t used_ = 0;              // slots present

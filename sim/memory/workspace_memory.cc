@@ -110,31 +110,50 @@ LamportMem::Value LamportMem::LoadInput(int64_t pos, int64_t len) {
 
 void LamportMem::Push(int32_t peer, uint32_t buffer, int64_t offset, const Value& v) {
   const int target = ws_.peers_[static_cast<size_t>(peer)];
-  const int64_t bytes = v.len * protocol::ElemBytes(ctx_.elem);
   int64_t ready = ctx_.Clock(rank_);
   if (target != rank_) {
-    // The link this push takes (looked up per push: a table of every pair
-    // would grow with the square of the peer set).
-    const HopSpec& hop = ctx_.hardware.Spec(ctx_.hardware.Hop(rank_, target));
-    ready += static_cast<int64_t>(hop.latency_us * 1e3 +
-                                  static_cast<double>(bytes) / hop.bandwidth_gbps + 0.5);
-    if (ctx_.faults != nullptr) {
-      if (ctx_.faults->DropsPush(rank_, target, epoch_)) {
-        ws_.lost_.push_back({member_, peer, epoch_});
-        return;
-      }
-      if (const int delay = ctx_.faults->DelaysPush(rank_, target, epoch_); delay > 0) {
-        // The store lands after `delay` more scheduling steps.
-        SimWorkspace* ws = &ws_;
-        const int writer = rank_;
-        ctx_.Defer(static_cast<uint64_t>(delay), [ws, writer, peer, buffer, offset, v, ready] {
-          ws->Store(writer, peer, buffer, offset, v, ready);
-        });
-        return;
-      }
+    ready += TransferNs(target, v.len * protocol::ElemBytes(ctx_.elem));
+    if (ctx_.faults != nullptr || ctx_.relaxed != nullptr) {
+      PushToPeer(peer, target, buffer, offset, v, ready);
+      return;
     }
   }
-  if (target != rank_ && ctx_.relaxed != nullptr) {
+  ws_.Store(rank_, peer, buffer, offset, v, ready);
+}
+
+int64_t LamportMem::TransferNs(int target, int64_t bytes) {
+  // The link this push takes (looked up per push: a table of every pair
+  // would grow with the square of the peer set), and its time for this size
+  // (kept per link class: a call pushes one size to every peer).
+  const HopClass hop = ctx_.hardware.Hop(rank_, target);
+  TransferTime& time = transfer_ns_[static_cast<size_t>(hop)];
+  if (time.bytes != bytes) {
+    const HopSpec& spec = ctx_.hardware.Spec(hop);
+    time.bytes = bytes;
+    time.ns = static_cast<int64_t>(spec.latency_us * 1e3 +
+                                   static_cast<double>(bytes) / spec.bandwidth_gbps + 0.5);
+  }
+  return time.ns;
+}
+
+void LamportMem::PushToPeer(int32_t peer, int target, uint32_t buffer, int64_t offset,
+                            const Value& v, int64_t ready) {
+  if (ctx_.faults != nullptr) {
+    if (ctx_.faults->DropsPush(rank_, target, epoch_)) {
+      ws_.lost_.push_back({member_, peer, epoch_});
+      return;
+    }
+    if (const int delay = ctx_.faults->DelaysPush(rank_, target, epoch_); delay > 0) {
+      // The store lands after `delay` more scheduling steps.
+      SimWorkspace* ws = &ws_;
+      const int writer = rank_;
+      ctx_.Defer(static_cast<uint64_t>(delay), [ws, writer, peer, buffer, offset, v, ready] {
+        ws->Store(writer, peer, buffer, offset, v, ready);
+      });
+      return;
+    }
+  }
+  if (ctx_.relaxed != nullptr) {
     // Relaxed memory: the push reaches the peer late, out of order with this
     // rank's other pushes. It lands whole: every poll reads a push's whole
     // range, and a vector not yet landed still holds the sentinel, so pieces
@@ -159,7 +178,7 @@ void SimWorkspace::Store(int writer, int32_t peer, uint32_t buffer, int64_t offs
   Member& m = members_[static_cast<size_t>(peer)];
   int64_t at = offset;
   for (const Piece& p : v.pieces) {
-    m.buffers[buffer].Write(Run{at, at + p.len, p.value, p.src, ready_ns, writer});
+    m.buffers[buffer].Write(at, p, ready_ns, writer);
     at += p.len;
   }
   Waiter& w = m.waiter;
@@ -175,9 +194,9 @@ bool LamportMem::Wait(uint32_t buffer, int64_t offset, int64_t len, int32_t writ
   // The poll's timer starts now (virtual time), as the kernel's does.
   const int64_t deadline = ctx_.Clock(rank_) + wait_budget_ns_;
   while (true) {
-    out->pieces.clear();
     int64_t ready = 0;
-    if (runs.Read(offset, offset + len, *out, &ready) && !ChunkHasSentinel(*out, sentinel_, ftz_)) {
+    if (runs.ReadFresh(offset, offset + len, *out, &ready) &&
+        !ChunkHasSentinel(*out, sentinel_, ftz_)) {
       if (ready > deadline) {
         // The push landed after the budget: on the GPU the wait has already
         // given up, naming the writer, and the call fails at the deadline.

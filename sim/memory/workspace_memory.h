@@ -167,6 +167,21 @@ class LamportMem : public protocol::WholeRangeChunks {
   bool bounded_;            // polls give up after the budget (kBoundedWaits)
   int64_t wait_budget_ns_;  // every poll's bound (timeouts.kernel_wait_ms)
   protocol::ProtocolStatus failure_{protocol::ProtocolError::kAborted, -1, 0, 0};
+
+  // The virtual time a push of `bytes` to global rank `target` (not this
+  // one) takes to land.
+  int64_t TransferNs(int target, int64_t bytes);
+  // A push to another rank under faults or relaxed memory: dropped, delayed,
+  // landing late, or stored now. Out of line: the usual push stays small.
+  [[gnu::noinline]] void PushToPeer(int32_t peer, int target, uint32_t buffer, int64_t offset,
+                                    const Value& v, int64_t ready);
+  // A push's transfer time by link class (HopClass), for the size last
+  // pushed over that class (bytes -1: none yet).
+  struct TransferTime {
+    int64_t bytes = -1;
+    int64_t ns = 0;
+  };
+  std::array<TransferTime, kHopClasses> transfer_ns_;
 };
 
 }  // namespace lockstep

@@ -3,6 +3,7 @@
 #ifndef LOCKSTEP_SIM_SCENARIO_HARDWARE_MODEL_H_
 #define LOCKSTEP_SIM_SCENARIO_HARDWARE_MODEL_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <span>
 #include <string_view>
@@ -12,6 +13,7 @@
 namespace lockstep {
 
 enum class HopClass : uint8_t { kSelf, kIntraNode, kIntraDomain, kNetwork };
+inline constexpr size_t kHopClasses = 4;
 std::string_view HopClassName(HopClass hop);
 
 // Rank r runs on GPU r: node r / gpus_per_node, NVLink domain
