@@ -85,6 +85,44 @@ TEST(LamportBufferTest, AlignedSlotsStayInTheSlotTable) {
   EXPECT_TRUE(b.Empty());
 }
 
+TEST(LamportBufferTest, SlotsOfAnyLengthReadAsARunListDoes) {
+  // The slot table finds a slot by multiplying by the length's inverse, not
+  // by dividing: lengths of one, powers of two and odd ones, slots far out.
+  for (const int64_t len : {int64_t{1}, int64_t{3}, int64_t{64}, int64_t{7168}, int64_t{100003}}) {
+    SCOPED_TRACE(::testing::Message() << "slot length " << len);
+    LamportBuffer b;
+    RunList reference;
+    const std::vector<int64_t> slots = {0, 1, 2, 9, 1000, 4294};
+    for (const int64_t slot : slots) {
+      const lockstep::Run r = MakeRun(slot * len, (slot + 1) * len, static_cast<uint64_t>(slot + 7));
+      b.Write(r);
+      reference.Write(r);
+    }
+    EXPECT_FALSE(b.general());
+    // Whole slots, present and absent, through Read and ReadFresh, and
+    // ranges that start or end inside a slot.
+    for (const int64_t slot : {0, 1, 2, 3, 8, 9, 10, 999, 1000, 1001, 4293, 4294, 4295}) {
+      for (auto [lo, hi] : {std::pair<int64_t, int64_t>{slot * len, (slot + 1) * len},
+                            {slot * len + len / 2, (slot + 2) * len}}) {
+        SimChunk x, y, fresh;
+        fresh.pieces.push_back(Piece{});  // a previous poll's value, overwritten
+        int64_t rx = 0, ry = 0, rf = 0;
+        const bool covered = reference.Read(lo, hi, y, &ry);
+        EXPECT_EQ(b.Read(lo, hi, x, &rx), covered) << lo << "," << hi;
+        EXPECT_EQ(b.ReadFresh(lo, hi, fresh, &rf), covered) << lo << "," << hi;
+        for (const SimChunk* got : {&x, &fresh}) {
+          ASSERT_EQ(got->pieces.size(), y.pieces.size()) << lo << "," << hi;
+          for (size_t i = 0; i < y.pieces.size(); ++i) {
+            EXPECT_EQ(got->pieces[i].value.key_sum, y.pieces[i].value.key_sum);
+            EXPECT_EQ(got->pieces[i].src, y.pieces[i].src);
+            EXPECT_EQ(got->pieces[i].len, y.pieces[i].len);
+          }
+        }
+      }
+    }
+  }
+}
+
 TEST(LamportBufferTest, MisalignedWritesBehaveExactlyLikeARunList) {
   // Two writers that disagree on the slot size: 10 and 12 elements.
   LamportBuffer b;
