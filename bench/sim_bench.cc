@@ -414,8 +414,8 @@ BENCHMARK(BM_SimVersusOpenMpi)
 // a third of it on the GPU host), and the symbolic and sampled runs
 // alternate, so that a slow stretch of a shared host falls on both sides of
 // the ratio (run back to back, the two sides' times came from moments
-// seconds apart, and the ratio moved from 3.1x to 6.2x between runs of one
-// binary: bench/results/h200-host-cpu-2026-12-04).
+// seconds apart, and three repetitions of one binary read 6.7x, 4.6x and
+// 3.1x: bench/results/h200-host-cpu-2026-12-03-sampled/numeric_versus.txt).
 void BM_NumericVersusSymbolic(benchmark::State& state) {
   Scenario s = ThroughputScenario(8, /*fused=*/true, 4);
   s.model.hidden = 8192;
