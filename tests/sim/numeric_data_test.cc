@@ -72,6 +72,64 @@ TEST(NumericSamplerTest, SampledDataKeepsEightOrMoreElementsOfEveryRow) {
   EXPECT_TRUE(SamplerFor(s).all());
 }
 
+TEST(NumericInputTest, SampledInputsHoldTheFullInputsKeptElements) {
+  // The kept elements of a sampled input are made by one loop over the kept
+  // elements, those of a full one element by element: both must give element
+  // e the same bits, for a whole input and for a range of one (the rows a
+  // gather buffer holds).
+  constexpr int64_t kLong = 20000;
+  for (const char* dtype : {"fp32", "bf16", "fp16"}) {
+    for (const char* stride : {"16", "64", "8192"}) {
+      SCOPED_TRACE(::testing::Message() << dtype << ", sample_stride " << stride);
+      auto context = [&](const std::string& data, Scenario& s,
+                         std::unique_ptr<ParallelLayout>& layout) {
+        s = lockstep::testing::ScenarioFromYaml(std::string(R"(
+name: numeric-input-unit
+hardware: h200x8
+parallel: {tp: 4}
+model: {name: tiny, hidden: 8192, layers: 1}
+dispatch: {dtype: )") + dtype + R"(}
+workload: {steps: 1, tokens: [1], data: )" + data + R"(}
+)");
+        layout = std::make_unique<ParallelLayout>(*ParallelLayout::Build(s.parallel));
+        return std::make_unique<SimContext>(s, *layout, /*run_seed=*/11,
+                                            /*exact_provenance=*/false, MakeRandomSchedule(),
+                                            /*keep_trace=*/false);
+      };
+      Scenario full_s, sampled_s;
+      std::unique_ptr<ParallelLayout> full_l, sampled_l;
+      std::unique_ptr<SimContext> full = context("numeric", full_s, full_l);
+      std::unique_ptr<SimContext> sampled =
+          context(std::string("sampled, sample_stride: ") + stride, sampled_s, sampled_l);
+      const NumericSampler& sampler = sampled->sampler;
+      ASSERT_FALSE(sampler.all());
+      for (int rank : {0, 3}) {
+        const std::vector<uint32_t> all = NumericInput(*full, rank, 7, kLong);
+        const std::vector<uint32_t> kept = NumericInput(*sampled, rank, 7, kLong);
+        ASSERT_EQ(kept.size(), static_cast<size_t>(sampler.Count(0, kLong)));
+        for (size_t k = 0; k < kept.size(); ++k) {
+          ASSERT_EQ(kept[k], all[static_cast<size_t>(sampler.Unrank(static_cast<int64_t>(k)))])
+              << "kept element " << k;
+        }
+        // Elements [5003, 12000) only.
+        const SimTensor range = MakeInputRange(*sampled, rank, 7, kLong, 5003, 12000 - 5003);
+        const lockstep::Run* rows = nullptr;
+        for (const lockstep::Run& run : range.runs.runs()) {
+          if (run.value.numeric != nullptr) rows = &run;
+        }
+        ASSERT_NE(rows, nullptr);
+        const std::vector<uint32_t>& bits = rows->value.numeric->bits;
+        ASSERT_EQ(bits.size(), static_cast<size_t>(sampler.Count(5003, 12000)));
+        const int64_t r0 = sampler.Rank(5003);
+        for (size_t j = 0; j < bits.size(); ++j) {
+          ASSERT_EQ(bits[j], all[static_cast<size_t>(sampler.Unrank(r0 + static_cast<int64_t>(j)))])
+              << "kept element " << r0 + static_cast<int64_t>(j);
+        }
+      }
+    }
+  }
+}
+
 // (dtype, data mode)
 class NumericDataTest : public ::testing::TestWithParam<std::tuple<const char*, const char*>> {
  protected:
