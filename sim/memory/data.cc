@@ -1,7 +1,6 @@
 #include "sim/memory/data.h"
 
 #include <algorithm>
-#include <bit>
 #include <cmath>
 #include <span>
 #include <type_traits>
@@ -10,6 +9,7 @@
 #include "absl/strings/str_join.h"
 #include "dispatch/stable_hash.h"
 #include "kernels/protocol/lamport.h"
+#include "sim/memory/element_loops.h"
 
 namespace lockstep {
 namespace {
@@ -79,153 +79,6 @@ const uint32_t* KeptBits(const SimContext& ctx, const SimValue& v, int64_t x) {
 
 namespace {
 
-// Element i's bits in a contribution whose stream is `stream`: MurmurHash3's
-// 32-bit finaliser of (stream, i), with 32-bit multiplies so that the loops
-// over elements vectorise (a 64-bit mix per element made numeric inputs most
-// of a numeric run's time), then uniform in [-1, 1) with 24 random bits
-// (exact in float), rounded to the element type. Only i's low 32 bits enter.
-// Every step is exact integer or float arithmetic: any instruction set gives
-// the same bits.
-template <proto::Elem E>
-[[gnu::always_inline]] inline uint32_t ElementBits(uint32_t stream, uint32_t i) {
-  uint32_t h = i * 0x9e3779b1u + stream;
-  h ^= h >> 16;
-  h *= 0x85ebca6bu;
-  h ^= h >> 13;
-  h *= 0xc2b2ae35u;
-  h ^= h >> 16;
-  const float f = static_cast<float>(h >> 8) * 0x1p-23f - 1.0f;
-  return proto::FromFloat(f, E);
-}
-
-// The kept elements of [first, end) into out (sampler.Count(first, end) of
-// them). Inlined into each instruction set's copy below.
-template <proto::Elem E>
-[[gnu::always_inline]] inline void FillElements(const NumericSampler& sampler, uint32_t stream,
-                                                int64_t first, int64_t end, uint32_t* out) {
-  if (!sampler.all() && std::has_single_bit(static_cast<uint64_t>(sampler.block))) {
-    // Sampled data keeps blocks of a few elements (8): one loop over the
-    // kept elements, whose k-th is element Unrank(k) = (k / block) << shift
-    // | k % block, in place of a short loop per block. Its low 32 bits need
-    // only k's (block < stride: the bits above 32 shift out).
-    const int64_t r0 = sampler.Rank(first);
-    const int64_t n = sampler.Count(first, end);
-    const int block_shift = std::countr_zero(static_cast<uint64_t>(sampler.block));
-    const auto mask = static_cast<uint32_t>(sampler.block - 1);
-    const int shift = sampler.shift;  // a local: `out` may alias an int
-    for (int64_t j = 0; j < n; ++j) {
-      const auto k = static_cast<uint32_t>(r0 + j);
-      out[j] = ElementBits<E>(stream, ((k >> block_shift) << shift) | (k & mask));
-    }
-    return;
-  }
-  sampler.ForEachKept(first, end, [&](int64_t lo, int64_t hi) {
-    for (int64_t i = lo; i < hi; ++i) out[i - lo] = ElementBits<E>(stream, static_cast<uint32_t>(i));
-    out += hi - lo;
-  });
-}
-
-// Adds elements `in` (n of them, as element type E) to a double-precision
-// reference: their values to `sum`, their magnitudes to `magnitude`, element
-// by element (no sum across elements: any vector width gives the same bits).
-template <proto::Elem E>
-[[gnu::always_inline]] inline void AddToReference(const uint32_t* in, size_t n, double* sum,
-                                                  double* magnitude) {
-  for (size_t i = 0; i < n; ++i) {
-    const double x = static_cast<double>(proto::ToFloat(in[i], E));
-    sum[i] += x;
-    magnitude[i] += std::fabs(x);
-  }
-}
-
-// How many of elements `bits` (n, as element type E) lie outside the
-// reference's tolerance, n_eps * magnitude + 1e-30: one pass without an exit.
-template <proto::Elem E>
-[[gnu::always_inline]] inline int64_t CountOutside(const uint32_t* bits, int64_t n,
-                                                   const double* ref, const double* magnitude,
-                                                   double n_eps) {
-  int64_t count = 0;
-  for (int64_t k = 0; k < n; ++k) {
-    const double got = static_cast<double>(proto::ToFloat(bits[k], E));
-    count += static_cast<int64_t>(!(std::fabs(got - ref[k]) <= n_eps * magnitude[k] + 1e-30));
-  }
-  return count;
-}
-
-// `fn<E>(args...)` with E the element type `e` as a constant.
-#define LOCKSTEP_BY_ELEM(e, fn, ...)                   \
-  switch (e) {                                         \
-    case proto::Elem::kBf16:                           \
-      return fn<proto::Elem::kBf16>(__VA_ARGS__);      \
-    case proto::Elem::kFp16:                           \
-      return fn<proto::Elem::kFp16>(__VA_ARGS__);      \
-    case proto::Elem::kFp32:                           \
-      break;                                           \
-  }                                                    \
-  return fn<proto::Elem::kFp32>(__VA_ARGS__)
-
-// The per-element loops of numeric data, in a copy for x86-64's baseline
-// (SSE2: two doubles a vector, no 32-bit vector multiply) and one for AVX2,
-// chosen at run time (ElementLoopsUseAvx2).
-void FillElementsBaseline(proto::Elem e, const NumericSampler& sampler, uint32_t stream,
-                          int64_t first, int64_t end, uint32_t* out) {
-  LOCKSTEP_BY_ELEM(e, FillElements, sampler, stream, first, end, out);
-}
-void AddToReferenceBaseline(proto::Elem e, const uint32_t* in, size_t n, double* sum,
-                            double* magnitude) {
-  LOCKSTEP_BY_ELEM(e, AddToReference, in, n, sum, magnitude);
-}
-int64_t CountOutsideBaseline(proto::Elem e, const uint32_t* bits, int64_t n, const double* ref,
-                             const double* magnitude, double n_eps) {
-  LOCKSTEP_BY_ELEM(e, CountOutside, bits, n, ref, magnitude, n_eps);
-}
-
-#if defined(__x86_64__)
-[[gnu::target("avx2")]] void FillElementsAvx2(proto::Elem e, const NumericSampler& sampler,
-                                              uint32_t stream, int64_t first, int64_t end,
-                                              uint32_t* out) {
-  LOCKSTEP_BY_ELEM(e, FillElements, sampler, stream, first, end, out);
-}
-[[gnu::target("avx2")]] void AddToReferenceAvx2(proto::Elem e, const uint32_t* in, size_t n,
-                                                double* sum, double* magnitude) {
-  LOCKSTEP_BY_ELEM(e, AddToReference, in, n, sum, magnitude);
-}
-[[gnu::target("avx2")]] int64_t CountOutsideAvx2(proto::Elem e, const uint32_t* bits, int64_t n,
-                                                 const double* ref, const double* magnitude,
-                                                 double n_eps) {
-  LOCKSTEP_BY_ELEM(e, CountOutside, bits, n, ref, magnitude, n_eps);
-}
-bool ElementLoopsUseAvx2() {
-  static const bool avx2 = __builtin_cpu_supports("avx2");
-  return avx2;
-}
-#else
-bool ElementLoopsUseAvx2() { return false; }
-#endif
-
-#undef LOCKSTEP_BY_ELEM
-
-void FillElementsAnyIsa(proto::Elem e, const NumericSampler& sampler, uint32_t stream,
-                        int64_t first, int64_t end, uint32_t* out) {
-#if defined(__x86_64__)
-  if (ElementLoopsUseAvx2()) return FillElementsAvx2(e, sampler, stream, first, end, out);
-#endif
-  FillElementsBaseline(e, sampler, stream, first, end, out);
-}
-void AddToReferenceAnyIsa(proto::Elem e, const uint32_t* in, size_t n, double* sum,
-                          double* magnitude) {
-#if defined(__x86_64__)
-  if (ElementLoopsUseAvx2()) return AddToReferenceAvx2(e, in, n, sum, magnitude);
-#endif
-  AddToReferenceBaseline(e, in, n, sum, magnitude);
-}
-int64_t CountOutsideAnyIsa(proto::Elem e, const uint32_t* bits, int64_t n, const double* ref,
-                           const double* magnitude, double n_eps) {
-#if defined(__x86_64__)
-  if (ElementLoopsUseAvx2()) return CountOutsideAvx2(e, bits, n, ref, magnitude, n_eps);
-#endif
-  return CountOutsideBaseline(e, bits, n, ref, magnitude, n_eps);
-}
 
 // The kept elements of [first, end) of (rank, instance)'s numeric input,
 // nothing injected: element i is a pure function of the seed, the
@@ -237,7 +90,7 @@ std::vector<uint32_t> NumericElements(const SimContext& ctx, int rank, uint64_t 
   base.Add(static_cast<uint64_t>(rank)).Add(instance);
   const uint64_t digest = base.digest();
   const auto stream = static_cast<uint32_t>(digest ^ (digest >> 32));
-  FillElementsAnyIsa(ctx.elem, ctx.sampler, stream, first, end, bits.data());
+  FillElements(BestElementIsa(), ctx.elem, ctx.sampler, stream, first, end, bits.data());
   return bits;
 }
 
@@ -731,8 +584,8 @@ bool ReductionChecker::Check(SimContext& ctx, const ReductionCheck& c, const Sim
         if (!reuse) regenerated = NumericInput(ctx, r, c.instance, needed, in_injected);
         const uint32_t* in =
             (reuse ? latest.bits->bits : regenerated).data() + sampler.Rank(c.origin);
-        AddToReferenceAnyIsa(ctx.elem, in, computed.sum.size(), computed.sum.data(),
-                             computed.magnitude.data());
+        AddToReference(BestElementIsa(), ctx.elem, in, computed.sum.size(), computed.sum.data(),
+                       computed.magnitude.data());
       }
       agreement.references.push_back(std::move(computed));
       cached = agreement.references.end() - 1;
@@ -769,8 +622,8 @@ bool ReductionChecker::Check(SimContext& ctx, const ReductionCheck& c, const Sim
       const int64_t n = sampler.Count(c.origin + run.begin, c.origin + end);
       // One pass without an exit (it vectorises), then the first element
       // out of tolerance, if any, is looked for.
-      const int64_t outside = CountOutsideAnyIsa(ctx.elem, bits, n, ref.data() + k0,
-                                                 mag.data() + k0, n_eps);
+      const int64_t outside = CountOutside(BestElementIsa(), ctx.elem, bits, n, ref.data() + k0,
+                                           mag.data() + k0, n_eps);
       if (outside == 0) continue;
       for (int64_t k = 0; k < n; ++k) {
         const double got = static_cast<double>(protocol::ToFloat(bits[k], ctx.elem));

@@ -92,7 +92,8 @@ workload: {steps: 1, tokens: [1]}
 TEST_P(ProvenanceSumTest, AWholePieceAddsAsThePieceByPieceLoopDoes) {
   for (const bool fp32 : {false, true}) {
     for (const int64_t shifted_src : {int64_t{0}, int64_t{5}}) {
-      SCOPED_TRACE(::testing::Message() << "fp32 " << fp32 << ", last input at src " << shifted_src);
+      SCOPED_TRACE(::testing::Message()
+                   << "fp32 " << fp32 << ", last input at src " << shifted_src);
       // Every add of `whole` takes the shortcut; `cut` starts with two
       // segments, so every add after its first takes the loop.
       Accumulator whole, cut;
