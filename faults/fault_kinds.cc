@@ -214,7 +214,7 @@ void DrawLateSteps(const Scenario&, int64_t, Rng& rng, FaultSpec& f) {
 }
 void DrawTunerCandidate(const Scenario&, int64_t, Rng& rng, FaultSpec& f, const char* param) {
   // A candidate other than the built-in one: 0 or 2.
-  f.params[param] = rng.Chance(1, 2) ? "0" : "2";
+  f.params[param] = absl::StrCat(rng.Chance(1, 2) ? 0 : 2);
 }
 void DrawFavour(const Scenario& s, int64_t calls, Rng& rng, FaultSpec& f) {
   DrawTunerCandidate(s, calls, rng, f, "favour");
