@@ -79,7 +79,6 @@ const uint32_t* KeptBits(const SimContext& ctx, const SimValue& v, int64_t x) {
 
 namespace {
 
-
 // The kept elements of [first, end) of (rank, instance)'s numeric input,
 // nothing injected: element i is a pure function of the seed, the
 // contribution and i.

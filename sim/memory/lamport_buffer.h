@@ -56,7 +56,7 @@ class LamportBuffer {
   Run* SlotFor(int64_t begin, int64_t len);
 
   bool general_ = false;
-  int64_t slot_len_ = 0;          // 0: not chosen yet
+  int64_t slot_len_ = 0;  // 0: not chosen yet
   // pos / slot_len_ as (pos * slot_inverse_) >> 64, exact for pos and
   // slot_len_ below 2^32 (Lemire, Kaser and Kurz, "Faster remainder by direct
   // computation", 2019); 0: divide.

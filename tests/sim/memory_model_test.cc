@@ -94,7 +94,8 @@ TEST(LamportBufferTest, SlotsOfAnyLengthReadAsARunListDoes) {
     RunList reference;
     const std::vector<int64_t> slots = {0, 1, 2, 9, 1000, 4294};
     for (const int64_t slot : slots) {
-      const lockstep::Run r = MakeRun(slot * len, (slot + 1) * len, static_cast<uint64_t>(slot + 7));
+      const lockstep::Run r =
+          MakeRun(slot * len, (slot + 1) * len, static_cast<uint64_t>(slot + 7));
       b.Write(r);
       reference.Write(r);
     }

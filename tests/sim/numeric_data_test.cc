@@ -81,9 +81,9 @@ TEST(NumericInputTest, SampledInputsHoldTheFullInputsKeptElements) {
   for (const char* dtype : {"fp32", "bf16", "fp16"}) {
     for (const char* stride : {"16", "64", "8192"}) {
       SCOPED_TRACE(::testing::Message() << dtype << ", sample_stride " << stride);
-      auto context = [&](const std::string& data, Scenario& s,
-                         std::unique_ptr<ParallelLayout>& layout) {
-        s = lockstep::testing::ScenarioFromYaml(std::string(R"(
+      auto context =
+          [&](const std::string& data, Scenario& s, std::unique_ptr<ParallelLayout>& layout) {
+            s = lockstep::testing::ScenarioFromYaml(std::string(R"(
 name: numeric-input-unit
 hardware: h200x8
 parallel: {tp: 4}
@@ -91,11 +91,11 @@ model: {name: tiny, hidden: 8192, layers: 1}
 dispatch: {dtype: )") + dtype + R"(}
 workload: {steps: 1, tokens: [1], data: )" + data + R"(}
 )");
-        layout = std::make_unique<ParallelLayout>(*ParallelLayout::Build(s.parallel));
-        return std::make_unique<SimContext>(s, *layout, /*run_seed=*/11,
-                                            /*exact_provenance=*/false, MakeRandomSchedule(),
-                                            /*keep_trace=*/false);
-      };
+            layout = std::make_unique<ParallelLayout>(*ParallelLayout::Build(s.parallel));
+            return std::make_unique<SimContext>(s, *layout, /*run_seed=*/11,
+                                                /*exact_provenance=*/false, MakeRandomSchedule(),
+                                                /*keep_trace=*/false);
+          };
       Scenario full_s, sampled_s;
       std::unique_ptr<ParallelLayout> full_l, sampled_l;
       std::unique_ptr<SimContext> full = context("numeric", full_s, full_l);
