@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "absl/strings/str_format.h"
+#include "cli/terminal_stream.h"
 #include "sim/scenario/did_you_mean.h"
 
 namespace lockstep::cli {
@@ -83,15 +84,17 @@ int Dispatch(std::span<const std::string> argv, std::ostream& out, std::ostream&
 int Main(std::span<const std::string> argv, std::ostream& out, std::ostream& err) {
   // The one place exceptions are caught besides the boundaries with throwing
   // libraries: whatever escapes a verb is a bug, reported as one (issue 11),
-  // never an abort.
+  // never an abort. Messages quote outside text: they reach `err` through a
+  // TerminalStream, which shows control characters instead of sending them.
+  TerminalStream safe_err(err);
   try {
-    return Dispatch(argv, out, err);
+    return Dispatch(argv, out, safe_err);
   } catch (const std::bad_alloc& e) {
-    return InternalError(argv, err, absl::StrFormat("out of memory (%s)", e.what()), true);
+    return InternalError(argv, safe_err, absl::StrFormat("out of memory (%s)", e.what()), true);
   } catch (const std::exception& e) {
-    return InternalError(argv, err, e.what(), false);
+    return InternalError(argv, safe_err, e.what(), false);
   } catch (...) {
-    return InternalError(argv, err, "an exception of unknown type", false);
+    return InternalError(argv, safe_err, "an exception of unknown type", false);
   }
 }
 

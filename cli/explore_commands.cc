@@ -18,12 +18,14 @@
 #include "cli/flags.h"
 #include "cli/output_file.h"
 #include "cli/shard.h"
+#include "cli/terminal_stream.h"
 #include "faults/explore.h"
 #include "faults/fault_kinds.h"
 #include "faults/mutants.h"
 #include "faults/results_file.h"
 #include "faults/runner.h"
 #include "faults/shrink.h"
+#include "sim/report/display_text.h"
 #include "sim/report/report.h"
 #include "sim/run_estimate.h"
 #include "sim/scenario/input_text.h"
@@ -32,7 +34,7 @@
 namespace lockstep::cli {
 namespace {
 
-bool StderrIsTerminal(const std::ostream& err) { return &err == &std::cerr && isatty(2) != 0; }
+bool StderrIsTerminal(std::ostream& err) { return &RawStream(err) == &std::cerr && isatty(2) != 0; }
 
 int Usage(std::ostream& err, std::string_view verb, const absl::Status& s, const FlagParser& f) {
   err << "lockstep " << verb << ": " << s.message() << "\n" << f.Usage();
@@ -184,14 +186,16 @@ std::function<void(const faults::ExploreProgress&)> ProgressLine(std::ostream& e
       o.budget.count() > 0 ? std::optional<double>(static_cast<double>(o.budget.count()))
                            : std::nullopt;
   auto shown = std::make_shared<bool>(false);
+  // The line redraws itself with "\r", which the error stream would show as
+  // text: it goes to the terminal directly (it holds only numbers).
   return [&err, start, budget, shown](const faults::ExploreProgress& p) {
     const double elapsed =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     const bool finished = p.total > 0 && p.done >= p.total;
     if (elapsed < 1.0 && !*shown) return;
     *shown = true;
-    err << "\r" << FormatProgress(p, elapsed, budget) << "   " << (finished ? "\n" : "")
-        << std::flush;
+    RawStream(err) << "\r" << FormatProgress(p, elapsed, budget) << "   " << (finished ? "\n" : "")
+                   << std::flush;
   };
 }
 
@@ -534,8 +538,8 @@ int RunReplay(std::span<const std::string> args, std::ostream& out, std::ostream
   const bool same = verdict == report->verdict && hash == report->trace_hash;
   if (report->bundle) {
     out << absl::StrFormat("bundle:  %s seed %d, %s (%d failing run(s) of the exploration)\n",
-                           report->scenario.name, report->options.seed, report->signature,
-                           report->runs);
+                           DisplayText(report->scenario.name), report->options.seed,
+                           report->signature, report->runs);
   }
   out << absl::StrFormat("report:  %s, trace hash %s\nreplayed: %s, trace hash %s\n%s\n",
                          report->verdict, report->trace_hash, verdict, hash,
@@ -594,7 +598,7 @@ int RunShrink(std::span<const std::string> args, std::ostream& out, std::ostream
   }
   const std::string yaml = ScenarioToYaml(shrunk->scenario);
   err << absl::StrFormat("shrunk %s\n  from %s\n  to   %s\n  in %d runs, keeping %s (seed %d)\n",
-                         report->scenario.name, faults::ScenarioSize(report->scenario),
+                         DisplayText(report->scenario.name), faults::ScenarioSize(report->scenario),
                          faults::ScenarioSize(shrunk->scenario), shrunk->runs,
                          VerdictName(shrunk->verdict), shrunk->seed);
   for (const std::string& step : shrunk->reductions) err << "  - " << step << "\n";

@@ -22,6 +22,7 @@
 #include "faults/mutants.h"
 #include "faults/runner.h"
 #include "faults/swarm.h"
+#include "sim/report/display_text.h"
 #include "sim/report/report.h"
 #include "sim/scenario/scenario_yaml.h"
 
@@ -434,7 +435,8 @@ absl::StatusOr<ExploreResult> Explore(const std::vector<Scenario>& scenarios,
 
 std::string ReplayCommand(const Scenario& scenario, const SeedOutcome& outcome,
                           const ExploreOptions& options) {
-  std::string cmd = absl::StrFormat("lockstep sim %s --seed %d", scenario.path, outcome.seed);
+  std::string cmd =
+      absl::StrFormat("lockstep sim %s --seed %d", ShellWord(scenario.path), outcome.seed);
   if (options.swarm) absl::StrAppend(&cmd, " --swarm");
   if (!options.policy.empty()) absl::StrAppend(&cmd, " --policy ", options.policy);
   if (options.schedule != "random") absl::StrAppend(&cmd, " --schedule ", options.schedule);
@@ -494,11 +496,13 @@ std::string FormatExploreSummary(const std::vector<Scenario>& scenarios,
         options.shard_index);
   }
   absl::StrAppend(&out, "\n");
+  // Names as they show (DisplayText), padded by the columns they take.
   size_t width = 8;
-  for (const Scenario& s : scenarios) width = std::max(width, s.name.size());
+  for (const Scenario& s : scenarios) width = std::max(width, DisplayWidth(s.name));
   for (size_t k = 0; k < scenarios.size(); ++k) {
     const ScenarioSummary& s = result.scenarios[k];
-    absl::StrAppendFormat(&out, "  %-*s  %s  %s\n", static_cast<int>(width), s.name,
+    absl::StrAppendFormat(&out, "  %s%s  %s  %s\n", DisplayText(s.name),
+                          std::string(width - DisplayWidth(s.name), ' '),
                           s.first_failure ? "FAIL" : "ok  ", CountsText(s));
   }
   if (!result.failures.empty()) {
@@ -507,8 +511,8 @@ std::string FormatExploreSummary(const std::vector<Scenario>& scenarios,
   }
   for (const FailureGroup& g : result.failures) {
     absl::StrAppendFormat(&out, "  %s: %s\n    %d run(s), smallest seed %d: %s\n    replay: %s\n",
-                          scenarios[g.scenario].name, g.signature, g.runs, g.smallest.seed,
-                          g.smallest.summary,
+                          DisplayText(scenarios[g.scenario].name), g.signature, g.runs,
+                          g.smallest.seed, g.smallest.summary,
                           ReplayCommand(scenarios[g.scenario], g.smallest, options));
   }
   absl::StrAppendFormat(&out, "\n%s\n",
@@ -530,13 +534,13 @@ std::string FormatExploreMarkdown(const std::vector<Scenario>& scenarios,
   absl::StrAppend(&out, "\n");
   for (size_t k = 0; k < scenarios.size(); ++k) {
     const ScenarioSummary& s = result.scenarios[k];
-    absl::StrAppendFormat(&out, "| `%s` | %s |", s.name, s.first_failure ? "❌" : "✅");
+    absl::StrAppendFormat(&out, "| %s | %s |", MarkdownCode(s.name), s.first_failure ? "❌" : "✅");
     for (int v = 0; v < kNumVerdicts; ++v) {
       absl::StrAppendFormat(&out, " %d |", s.counts[static_cast<size_t>(v)]);
     }
     if (s.first_failure) {
-      absl::StrAppendFormat(&out, " `%s` |\n",
-                            ReplayCommand(scenarios[k], *s.first_failure, options));
+      absl::StrAppendFormat(&out, " %s |\n",
+                            MarkdownCode(ReplayCommand(scenarios[k], *s.first_failure, options)));
     } else {
       absl::StrAppend(&out, " |\n");
     }
@@ -547,9 +551,9 @@ std::string FormatExploreMarkdown(const std::vector<Scenario>& scenarios,
                     "|---|---|---|---|---|\n");
   }
   for (const FailureGroup& g : result.failures) {
-    absl::StrAppendFormat(&out, "| `%s` | `%s` | %d | %d | `%s` |\n", g.signature,
-                          scenarios[g.scenario].name, g.runs, g.smallest.seed,
-                          ReplayCommand(scenarios[g.scenario], g.smallest, options));
+    absl::StrAppendFormat(&out, "| %s | %s | %d | %d | %s |\n", MarkdownCode(g.signature),
+                          MarkdownCode(scenarios[g.scenario].name), g.runs, g.smallest.seed,
+                          MarkdownCode(ReplayCommand(scenarios[g.scenario], g.smallest, options)));
   }
   return out;
 }
@@ -610,7 +614,8 @@ std::string FormatMutantTable(const std::vector<Scenario>& scenarios, const Muta
     std::vector<std::string> hits;
     for (size_t k = 0; k < scenarios.size(); ++k) {
       if (row.silent[k]) {
-        hits.push_back(absl::StrFormat("%s -> %s", scenarios[k].name, VerdictName(*row.silent[k])));
+        hits.push_back(absl::StrFormat("%s -> %s", DisplayText(scenarios[k].name),
+                                       VerdictName(*row.silent[k])));
       }
     }
     absl::StrAppendFormat(&out, "%s %s  (%s)\n", row.detected ? "detected    " : "NOT DETECTED",

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "absl/strings/str_format.h"
+#include "sim/report/display_text.h"
 #include "sim/scenario/scenario_yaml.h"
 
 namespace lockstep {
@@ -45,9 +46,10 @@ nlohmann::json MakeReport(const Scenario& scenario, const SimOptions& options,
 
 std::string FormatResult(const Scenario& scenario, const SimOptions& options,
                          const SimResult& result) {
-  std::string out = absl::StrFormat("scenario %s%s, seed %d, policy %s\n", scenario.name,
-                                    scenario.path.empty() ? "" : " (" + scenario.path + ")",
-                                    options.seed, result.policy);
+  std::string out =
+      absl::StrFormat("scenario %s%s, seed %d, policy %s\n", DisplayText(scenario.name),
+                      scenario.path.empty() ? "" : " (" + DisplayText(scenario.path) + ")",
+                      options.seed, result.policy);
   const bool ok = AsExpected(scenario, result.verdict);
   absl::StrAppendFormat(&out, "verdict: %s (%s)\n", VerdictName(result.verdict),
                         scenario.expect

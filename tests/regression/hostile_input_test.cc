@@ -80,13 +80,17 @@ std::vector<Case> LoadCorpus() {
   return cases;
 }
 
-// "\xNN" in corpus text stands for the byte NN: the corpus files stay UTF-8.
+// "\xNN" in corpus text stands for the byte NN, so that the corpus files stay
+// UTF-8, and "\\" for one backslash (output that shows an escape: "\\x1b").
 std::string DecodeBytes(const std::string& text) {
   std::string out;
   for (size_t i = 0; i < text.size(); ++i) {
-    if (text[i] == '\\' && i + 3 < text.size() && text[i + 1] == 'x' &&
-        std::isxdigit(static_cast<unsigned char>(text[i + 2])) != 0 &&
-        std::isxdigit(static_cast<unsigned char>(text[i + 3])) != 0) {
+    if (text[i] == '\\' && i + 1 < text.size() && text[i + 1] == '\\') {
+      out += '\\';
+      ++i;
+    } else if (text[i] == '\\' && i + 3 < text.size() && text[i + 1] == 'x' &&
+               std::isxdigit(static_cast<unsigned char>(text[i + 2])) != 0 &&
+               std::isxdigit(static_cast<unsigned char>(text[i + 3])) != 0) {
       out += static_cast<char>(std::stoi(text.substr(i + 2, 2), nullptr, 16));
       i += 3;
     } else {
@@ -186,7 +190,7 @@ class HostileInputTest : public ::testing::TestWithParam<Case> {
   void Prepare(const YAML::Node& c) {
     for (const YAML::Node& d : c["dirs"]) fs::create_directories(dir_ / d.as<std::string>());
     for (const auto& kv : c["files"]) {
-      const fs::path path = dir_ / kv.first.as<std::string>();
+      const fs::path path = dir_ / Expand(kv.first.as<std::string>());
       fs::create_directories(path.parent_path());
       std::ofstream(path, std::ios::binary) << Expand(kv.second.as<std::string>());
     }
@@ -273,6 +277,14 @@ TEST_P(HostileInputTest, EndsWithAVerdictOrARefusalWithinItsMemory) {
   }
   for (const YAML::Node& s : c["stdout"]) {
     EXPECT_THAT(o.out, ::testing::HasSubstr(Expand(s.as<std::string>()))) << context;
+  }
+  for (const YAML::Node& s : c["stderr_absent"]) {
+    EXPECT_THAT(o.err, ::testing::Not(::testing::HasSubstr(Expand(s.as<std::string>()))))
+        << context;
+  }
+  for (const YAML::Node& s : c["stdout_absent"]) {
+    EXPECT_THAT(o.out, ::testing::Not(::testing::HasSubstr(Expand(s.as<std::string>()))))
+        << context;
   }
   if (o.exit_code == 2) {
     EXPECT_THAT(o.out, ::testing::Not(::testing::HasSubstr("verdict:")))
