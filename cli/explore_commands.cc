@@ -173,7 +173,7 @@ absl::Status WriteBundles(const std::string& dir, const std::string& verb,
                                  .string();
     if (absl::Status s = WriteOutputFile(path, bundle->dump(2) + "\n"); !s.ok()) return s;
     err << absl::StrFormat("lockstep %s: replay bundle of failure %d: lockstep replay %s\n", verb,
-                           g + 1, path);
+                           g + 1, ShellWord(path));
   }
   return absl::OkStatus();
 }
@@ -539,7 +539,7 @@ int RunReplay(std::span<const std::string> args, std::ostream& out, std::ostream
   if (report->bundle) {
     out << absl::StrFormat("bundle:  %s seed %d, %s (%d failing run(s) of the exploration)\n",
                            DisplayText(report->scenario.name), report->options.seed,
-                           report->signature, report->runs);
+                           DisplayText(report->signature), report->runs);
   }
   out << absl::StrFormat("report:  %s, trace hash %s\nreplayed: %s, trace hash %s\n%s\n",
                          report->verdict, report->trace_hash, verdict, hash,

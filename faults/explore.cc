@@ -511,8 +511,8 @@ std::string FormatExploreSummary(const std::vector<Scenario>& scenarios,
   }
   for (const FailureGroup& g : result.failures) {
     absl::StrAppendFormat(&out, "  %s: %s\n    %d run(s), smallest seed %d: %s\n    replay: %s\n",
-                          DisplayText(scenarios[g.scenario].name), g.signature, g.runs,
-                          g.smallest.seed, g.smallest.summary,
+                          DisplayText(scenarios[g.scenario].name), DisplayText(g.signature), g.runs,
+                          g.smallest.seed, DisplayText(g.smallest.summary),
                           ReplayCommand(scenarios[g.scenario], g.smallest, options));
   }
   absl::StrAppendFormat(&out, "\n%s\n",
