@@ -81,26 +81,23 @@ TEST(NumericInputTest, SampledInputsHoldTheFullInputsKeptElements) {
   for (const char* dtype : {"fp32", "bf16", "fp16"}) {
     for (const char* stride : {"16", "64", "8192"}) {
       SCOPED_TRACE(::testing::Message() << dtype << ", sample_stride " << stride);
-      auto context =
-          [&](const std::string& data, Scenario& s, std::unique_ptr<ParallelLayout>& layout) {
-            s = lockstep::testing::ScenarioFromYaml(std::string(R"(
+      auto context = [&](const std::string& data) {
+        return lockstep::testing::MakeTestRunContext(std::string(R"(
 name: numeric-input-unit
 hardware: h200x8
 parallel: {tp: 4}
 model: {name: tiny, hidden: 8192, layers: 1}
 dispatch: {dtype: )") + dtype + R"(}
 workload: {steps: 1, tokens: [1], data: )" + data + R"(}
-)");
-            layout = std::make_unique<ParallelLayout>(*ParallelLayout::Build(s.parallel));
-            return std::make_unique<SimContext>(s, *layout, /*run_seed=*/11,
-                                                /*exact_provenance=*/false, MakeRandomSchedule(),
-                                                /*keep_trace=*/false);
-          };
-      Scenario full_s, sampled_s;
-      std::unique_ptr<ParallelLayout> full_l, sampled_l;
-      std::unique_ptr<SimContext> full = context("numeric", full_s, full_l);
-      std::unique_ptr<SimContext> sampled =
-          context(std::string("sampled, sample_stride: ") + stride, sampled_s, sampled_l);
+)",
+                                                     /*run_seed=*/11, /*exact_provenance=*/false);
+      };
+      const auto full_run = context("numeric");
+      const auto sampled_run = context(std::string("sampled, sample_stride: ") + stride);
+      ASSERT_NE(full_run, nullptr);
+      ASSERT_NE(sampled_run, nullptr);
+      SimContext* full = full_run->ctx.get();
+      SimContext* sampled = sampled_run->ctx.get();
       const NumericSampler& sampler = sampled->sampler;
       ASSERT_FALSE(sampler.all());
       for (int rank : {0, 3}) {
@@ -136,21 +133,18 @@ class NumericDataTest : public ::testing::TestWithParam<std::tuple<const char*, 
   void SetUp() override {
     const auto [dtype, data] = GetParam();
     sampled_ = std::string(data) == "sampled";
-    scenario_ = lockstep::testing::ScenarioFromYaml(std::string(R"(
+    run_ = lockstep::testing::MakeTestRunContext(std::string(R"(
 name: numeric-unit
 hardware: h200x8
 parallel: {tp: 4}
 model: {name: tiny, hidden: 64, layers: 1}
 dispatch: {dtype: )") + dtype + R"(}
 workload: {steps: 1, tokens: [1], data: )" + data + (sampled_ ? ", sample_stride: 64" : "") +
-                                                    R"(}
-)");
-    absl::StatusOr<ParallelLayout> layout = ParallelLayout::Build(scenario_.parallel);
-    ASSERT_TRUE(layout.ok()) << layout.status();
-    layout_ = std::make_unique<ParallelLayout>(*std::move(layout));
-    ctx_ = std::make_unique<SimContext>(scenario_, *layout_, /*run_seed=*/11,
-                                        /*exact_provenance=*/false, MakeRandomSchedule(),
-                                        /*keep_trace=*/false);
+                                                     R"(}
+)",
+                                                 /*run_seed=*/11, /*exact_provenance=*/false);
+    ASSERT_NE(run_, nullptr);
+    ctx_ = run_->ctx.get();
     ASSERT_TRUE(ctx_->numeric_mode);
   }
 
@@ -193,9 +187,8 @@ workload: {steps: 1, tokens: [1], data: )" + data + (sampled_ ? ", sample_stride
   }
 
   bool sampled_ = false;
-  Scenario scenario_;
-  std::unique_ptr<ParallelLayout> layout_;
-  std::unique_ptr<SimContext> ctx_;
+  std::unique_ptr<lockstep::testing::TestRunContext> run_;
+  SimContext* ctx_ = nullptr;
   std::vector<int> expected_{0, 1, 2, 3};
 };
 
@@ -285,7 +278,7 @@ TEST_P(NumericDataTest, InjectedElementClassesAreCarried) {
         << p.first;
     const std::vector<uint32_t> bits = NumericInput(*ctx_, 2, 1, kElems, injected);
     EXPECT_EQ(bits, v.numeric->bits) << "the reference regenerates what the rank sent";
-    const auto elem = static_cast<protocol::Elem>(scenario_.dispatch.dtype);
+    const auto elem = static_cast<protocol::Elem>(run_->scenario.dispatch.dtype);
     EXPECT_EQ(bits[static_cast<size_t>(ctx_->sampler.Rank(p.zero_at))], protocol::NegZeroBits(elem))
         << p.first;
     EXPECT_TRUE(protocol::IsSubnormalBits(

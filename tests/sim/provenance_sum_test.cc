@@ -41,19 +41,16 @@ void ExpectSameValue(const SimContext& ctx, const SimValue& got, const SimValue&
 class ProvenanceSumTest : public ::testing::TestWithParam<bool> {
  protected:
   void SetUp() override {
-    scenario_ = lockstep::testing::ScenarioFromYaml(R"(
+    run_ = lockstep::testing::MakeTestRunContext(R"(
 name: provenance-sum-unit
 hardware: h200x8
 parallel: {tp: 4}
 model: {name: tiny, hidden: 64, layers: 1}
 workload: {steps: 1, tokens: [1]}
-)");
-    absl::StatusOr<ParallelLayout> layout = ParallelLayout::Build(scenario_.parallel);
-    ASSERT_TRUE(layout.ok()) << layout.status();
-    layout_ = std::make_unique<ParallelLayout>(*std::move(layout));
-    ctx_ = std::make_unique<SimContext>(scenario_, *layout_, /*run_seed=*/5,
-                                        /*exact_provenance=*/GetParam(), MakeRandomSchedule(),
-                                        /*keep_trace=*/false);
+)",
+                                                 /*run_seed=*/5, /*exact_provenance=*/GetParam());
+    ASSERT_NE(run_, nullptr);
+    ctx_ = run_->ctx.get();
     ASSERT_FALSE(ctx_->numeric_mode);
   }
 
@@ -84,9 +81,8 @@ workload: {steps: 1, tokens: [1]}
     return t;
   }
 
-  Scenario scenario_;
-  std::unique_ptr<ParallelLayout> layout_;
-  std::unique_ptr<SimContext> ctx_;
+  std::unique_ptr<lockstep::testing::TestRunContext> run_;
+  SimContext* ctx_ = nullptr;
 };
 
 TEST_P(ProvenanceSumTest, AWholePieceAddsAsThePieceByPieceLoopDoes) {

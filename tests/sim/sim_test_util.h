@@ -4,9 +4,13 @@
 #ifndef LOCKSTEP_TESTS_SIM_SIM_TEST_UTIL_H_
 #define LOCKSTEP_TESTS_SIM_SIM_TEST_UTIL_H_
 
+#include <cstdint>
+#include <memory>
 #include <string>
 
 #include "gtest/gtest.h"
+#include "sim/runtime/context.h"
+#include "sim/runtime/scheduler.h"
 #include "sim/scenario/scenario_yaml.h"
 #include "sim/simulation.h"
 
@@ -26,6 +30,39 @@ inline Scenario CatalogueScenario(const std::string& name) {
       LoadScenarioFile(TopologiesDir() + "/scenarios/" + name + ".yaml", TopologiesDir());
   EXPECT_TRUE(s.ok()) << s.status();
   return s.ok() ? *s : Scenario{};
+}
+
+// A scenario, its layout and a run context over them, for tests that call
+// the simulator's data and memory functions directly, with no rank running.
+// The context refers to the other two, so the three live and move together.
+struct TestRunContext {
+  Scenario scenario;
+  std::unique_ptr<ParallelLayout> layout;
+  std::unique_ptr<SimContext> ctx;
+};
+
+// The context of `yaml` (parsed as ScenarioFromYaml does) under the random
+// schedule, without a trace; nullptr, with the test failed, when the scenario
+// does not parse or its layout does not build.
+inline std::unique_ptr<TestRunContext> MakeTestRunContext(const std::string& yaml,
+                                                          uint64_t run_seed,
+                                                          bool exact_provenance) {
+  auto run = std::make_unique<TestRunContext>();
+  absl::StatusOr<Scenario> s = ParseScenario(yaml, "test.yaml", TopologiesDir());
+  if (!s.ok()) {
+    ADD_FAILURE() << s.status();
+    return nullptr;
+  }
+  run->scenario = *std::move(s);
+  absl::StatusOr<ParallelLayout> layout = ParallelLayout::Build(run->scenario.parallel);
+  if (!layout.ok()) {
+    ADD_FAILURE() << layout.status();
+    return nullptr;
+  }
+  run->layout = std::make_unique<ParallelLayout>(*std::move(layout));
+  run->ctx = std::make_unique<SimContext>(run->scenario, *run->layout, run_seed, exact_provenance,
+                                          MakeRandomSchedule(), /*keep_trace=*/false);
+  return run;
 }
 
 }  // namespace lockstep::testing
