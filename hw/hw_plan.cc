@@ -11,6 +11,7 @@
 #include "kernels/cuda/lamport_launch.h"
 #include "kernels/protocol/two_shot.h"
 #include "sim/replica/replica_config.h"
+#include "sim/report/display_text.h"
 #include "sim/report/layout_report.h"
 #include "sim/simulation.h"
 
@@ -26,10 +27,11 @@ absl::StatusOr<std::string> DescribeHwPlan(const Scenario& scenario, const std::
   std::ostringstream out;
   const int world = layout->world_size();
   const int per_node = scenario.hardware.gpus_per_node;
-  out << absl::StrFormat("lockstep hw plan: %s, %d ranks on %s (%d GPUs per node)\n", scenario.name,
-                         world, scenario.hardware.name, per_node);
+  out << absl::StrFormat("lockstep hw plan: %s, %d ranks on %s (%d GPUs per node)\n",
+                         DisplayText(scenario.name), world, DisplayText(scenario.hardware.name),
+                         per_node);
   out << absl::StrFormat("launch: mpirun -np %d lockstep hw %s  (one process per GPU)\n", world,
-                         scenario.path.empty() ? "SCENARIO" : scenario.path);
+                         scenario.path.empty() ? "SCENARIO" : ShellWord(scenario.path));
   out << "\nranks:\n";
   for (int r = 0; r < world; ++r) {
     out << absl::StrFormat("  rank %d -> node %d, GPU %d\n", r, r / per_node, r % per_node);
