@@ -438,8 +438,12 @@ std::string ReplayCommand(const Scenario& scenario, const SeedOutcome& outcome,
   std::string cmd =
       absl::StrFormat("lockstep sim %s --seed %d", ShellWord(scenario.path), outcome.seed);
   if (options.swarm) absl::StrAppend(&cmd, " --swarm");
-  if (!options.policy.empty()) absl::StrAppend(&cmd, " --policy ", options.policy);
-  if (options.schedule != "random") absl::StrAppend(&cmd, " --schedule ", options.schedule);
+  // The policy and schedule are names this build accepts, or whatever a shard
+  // file merged from elsewhere says: quoted like the path.
+  if (!options.policy.empty()) absl::StrAppend(&cmd, " --policy ", ShellWord(options.policy));
+  if (options.schedule != "random") {
+    absl::StrAppend(&cmd, " --schedule ", ShellWord(options.schedule));
+  }
   if (scenario.memory == MemoryModel::kRelaxed) absl::StrAppend(&cmd, " --memory relaxed");
   absl::StrAppend(&cmd, " --report failure.json");
   return cmd;
@@ -486,7 +490,8 @@ std::string FormatExploreSummary(const std::vector<Scenario>& scenarios,
   std::string out = absl::StrFormat(
       "%s%s, policy %s, schedule %s\n", ExplorationText(scenarios.size(), result, options),
       options.swarm ? ", swarm faults" : "",
-      options.policy.empty() ? "as declared" : options.policy, options.schedule);
+      options.policy.empty() ? "as declared" : DisplayText(options.policy),
+      DisplayText(options.schedule));
   if (options.shard_count > 1) {
     absl::StrAppendFormat(
         &out,
