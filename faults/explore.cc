@@ -501,7 +501,7 @@ std::string FormatExploreSummary(const std::vector<Scenario>& scenarios,
         options.shard_index);
   }
   absl::StrAppend(&out, "\n");
-  // Names as they show (DisplayText), padded by the columns they take.
+  // Names as they show (DisplayText), padded by code points (DisplayWidth).
   size_t width = 8;
   for (const Scenario& s : scenarios) width = std::max(width, DisplayWidth(s.name));
   for (size_t k = 0; k < scenarios.size(); ++k) {

@@ -28,8 +28,9 @@ std::string DisplayText(std::string_view text);
 // with its list of choices) stay multi-line.
 std::string DisplayLines(std::string_view text);
 
-// Code points of DisplayText(text): what a column of names pads by, since a
-// multi-byte letter takes one column.
+// Code points of DisplayText(text): what a column of names pads by, so that
+// a multi-byte letter counts once, not once per byte (an East Asian wide
+// character, two columns on a terminal, still counts once).
 size_t DisplayWidth(std::string_view text);
 
 // `text` as an inline code span that stays inside one cell of a GitHub
