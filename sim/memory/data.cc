@@ -250,10 +250,10 @@ void SplitAt(Accumulator& acc, int64_t at) {
 [[gnu::noinline]] bool AddNumeric(SimContext& ctx, Accumulator& acc, const Piece& p, int64_t offset,
                                   bool first) {
   const SimValue& v = p.value;
-  const int64_t to = acc.src - acc.numeric_base + offset;  // the sum's contribution element
+  const int64_t to = acc.contribution_begin() + offset;  // the sum's contribution element
   if (!ctx.sampler.Aligned(p.src - v.numeric_base - to)) return false;
   const uint32_t* in = KeptBits(ctx, v, p.src);
-  float* sum = acc.values.data() + ctx.sampler.Count(acc.src - acc.numeric_base, to);
+  float* sum = acc.values.data() + ctx.sampler.Count(acc.contribution_begin(), to);
   const int64_t n = ctx.sampler.Count(to, to + p.len);
   WithElem(ctx.elem, [&](auto elem) {
     if (first) {
@@ -309,7 +309,7 @@ void AccumulatorAdd(SimContext& ctx, Accumulator& acc, const SimChunk& chunk) {
         }
         at_piece += p.len;
       }
-      const int64_t at = acc.src - acc.numeric_base;
+      const int64_t at = acc.contribution_begin();
       acc.values.assign(static_cast<size_t>(ctx.sampler.Count(at, at + chunk.len)), 0.0f);
     }
   }
@@ -351,7 +351,7 @@ SimChunk AccumulatorFinish(SimContext& ctx, const Accumulator& acc) {
       for (size_t i = 0; i < bits.size(); ++i) bits[i] = proto::FromFloat(acc.values[i], elem);
     });
     numeric_flags = ScanFlags(bits, ctx.elem);
-    numeric = ctx.numeric.Add(std::move(bits), ctx.sampler.Rank(acc.src - acc.numeric_base));
+    numeric = ctx.numeric.Add(std::move(bits), ctx.sampler.Rank(acc.contribution_begin()));
   }
   for (const Accumulator::Segment& seg : acc.segments) {
     SimValue v = seg.sum;

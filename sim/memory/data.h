@@ -85,6 +85,9 @@ struct Accumulator {
   // first piece that carries elements).
   int64_t numeric_base = 0;
   std::vector<float> values;
+
+  // The contribution element the sum's element 0 holds (numeric mode).
+  int64_t contribution_begin() const { return src - numeric_base; }
 };
 
 void AccumulatorAdd(SimContext& ctx, Accumulator& acc, const SimChunk& chunk);
