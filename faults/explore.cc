@@ -503,12 +503,16 @@ std::string FormatExploreSummary(const std::vector<Scenario>& scenarios,
   absl::StrAppend(&out, "\n");
   // Names as they show (DisplayText), padded by code points (DisplayWidth).
   size_t width = 8;
-  for (const Scenario& s : scenarios) width = std::max(width, DisplayWidth(s.name));
+  std::vector<size_t> widths;
+  for (const Scenario& s : scenarios) {
+    widths.push_back(DisplayWidth(s.name));
+    width = std::max(width, widths.back());
+  }
   for (size_t k = 0; k < scenarios.size(); ++k) {
     const ScenarioSummary& s = result.scenarios[k];
     absl::StrAppendFormat(&out, "  %s%s  %s  %s\n", DisplayText(s.name),
-                          std::string(width - DisplayWidth(s.name), ' '),
-                          s.first_failure ? "FAIL" : "ok  ", CountsText(s));
+                          std::string(width - widths[k], ' '), s.first_failure ? "FAIL" : "ok  ",
+                          CountsText(s));
   }
   if (!result.failures.empty()) {
     absl::StrAppendFormat(&out, "\nfailures by signature (%d), each with its smallest seed:\n",

@@ -4,49 +4,10 @@
 #include <cstdint>
 
 #include "absl/strings/str_format.h"
+#include "sim/scenario/input_text.h"
 
 namespace lockstep {
 namespace {
-
-// The code point that begins at text[i] and its length in bytes; length 0
-// when the bytes there are not valid UTF-8 (a stray continuation byte, a
-// truncated sequence, an overlong form, a surrogate, a code point past
-// U+10FFFF).
-struct CodePoint {
-  uint32_t value = 0;
-  size_t length = 0;
-};
-
-CodePoint DecodeAt(std::string_view text, size_t i) {
-  const auto byte = [&](size_t k) { return static_cast<unsigned char>(text[k]); };
-  const unsigned char lead = byte(i);
-  if (lead < 0x80) return {lead, 1};
-  size_t length = 0;
-  uint32_t value = 0;
-  uint32_t smallest = 0;
-  if ((lead & 0xe0) == 0xc0) {
-    length = 2;
-    value = lead & 0x1fu;
-    smallest = 0x80;
-  } else if ((lead & 0xf0) == 0xe0) {
-    length = 3;
-    value = lead & 0x0fu;
-    smallest = 0x800;
-  } else if ((lead & 0xf8) == 0xf0) {
-    length = 4;
-    value = lead & 0x07u;
-    smallest = 0x10000;
-  } else {
-    return {};
-  }
-  if (i + length > text.size()) return {};
-  for (size_t k = 1; k < length; ++k) {
-    if ((byte(i + k) & 0xc0) != 0x80) return {};
-    value = (value << 6) | (byte(i + k) & 0x3fu);
-  }
-  if (value < smallest || value > 0x10ffff || (value >= 0xd800 && value <= 0xdfff)) return {};
-  return {value, length};
-}
 
 // Whether a code point acts on a terminal or on the order of what it shows
 // rather than showing itself (DisplayText's list).
@@ -77,7 +38,7 @@ std::string Display(std::string_view text, bool keep_newlines) {
   std::string out;
   out.reserve(text.size());
   for (size_t i = 0; i < text.size();) {
-    const CodePoint cp = DecodeAt(text, i);
+    const Utf8CodePoint cp = DecodeUtf8At(text, i);
     if (cp.length == 0) {
       absl::StrAppendFormat(&out, "\\x%02x", static_cast<unsigned char>(text[i]));
       ++i;
@@ -132,7 +93,13 @@ std::string ShellWord(std::string_view word) {
            std::string_view("_@%+=:,./-").find(ch) != std::string_view::npos;
   };
   if (std::all_of(word.begin(), word.end(), plain)) return std::string(word);
-  if (DisplayText(word) == word) {
+  bool controls = false;  // a character DisplayText would escape
+  for (size_t i = 0; i < word.size() && !controls;) {
+    const Utf8CodePoint cp = DecodeUtf8At(word, i);
+    controls = cp.length == 0 || ActsOnTerminal(cp.value);
+    i += cp.length;
+  }
+  if (!controls) {
     std::string out = "'";
     for (char ch : word) {
       if (ch == '\'') {
@@ -147,7 +114,7 @@ std::string ShellWord(std::string_view word) {
   // the bytes of everything DisplayText escapes as \xNN.
   std::string out = "$'";
   for (size_t i = 0; i < word.size();) {
-    const CodePoint cp = DecodeAt(word, i);
+    const Utf8CodePoint cp = DecodeUtf8At(word, i);
     const size_t length = cp.length == 0 ? 1 : cp.length;
     if (cp.length == 0 || ActsOnTerminal(cp.value)) {
       for (size_t k = i; k < i + length; ++k) {

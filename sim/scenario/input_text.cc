@@ -117,27 +117,33 @@ absl::StatusOr<std::string> ReadInputFile(const std::string& path, int64_t max_b
   return text;
 }
 
+Utf8CodePoint DecodeUtf8At(std::string_view text, size_t i) {
+  const auto c = static_cast<unsigned char>(text[i]);
+  const size_t len = c < 0x80           ? 1
+                     : (c >> 5) == 0x6  ? 2
+                     : (c >> 4) == 0xe  ? 3
+                     : (c >> 3) == 0x1e ? 4
+                                        : 0;
+  if (len == 0 || i + len > text.size()) return {};
+  if (len == 1) return {c, 1};
+  uint32_t cp = c & (0xffu >> (len + 1));
+  for (size_t k = 1; k < len; ++k) {
+    const auto next = static_cast<unsigned char>(text[i + k]);
+    if ((next >> 6) != 0x2) return {};
+    cp = (cp << 6) | (next & 0x3fu);
+  }
+  // No overlong forms, surrogates or code points past U+10FFFF.
+  if ((len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) ||
+      (cp >= 0xd800 && cp <= 0xdfff) || cp > 0x10ffff) {
+    return {};
+  }
+  return {cp, len};
+}
+
 std::optional<size_t> FirstInvalidUtf8(std::string_view text) {
   for (size_t i = 0; i < text.size();) {
-    const auto c = static_cast<unsigned char>(text[i]);
-    const size_t len = c < 0x80           ? 1
-                       : (c >> 5) == 0x6  ? 2
-                       : (c >> 4) == 0xe  ? 3
-                       : (c >> 3) == 0x1e ? 4
-                                          : 0;
-    bool ok = len != 0 && i + len <= text.size();
-    for (size_t k = 1; ok && k < len; ++k) {
-      ok = (static_cast<unsigned char>(text[i + k]) >> 6) == 0x2;
-    }
-    if (ok && len > 1) {  // no overlong forms, surrogates or code points past U+10FFFF
-      uint32_t cp = c & (0xffu >> (len + 1));
-      for (size_t k = 1; k < len; ++k) {
-        cp = (cp << 6) | (static_cast<unsigned char>(text[i + k]) & 0x3fu);
-      }
-      ok = !(len == 2 && cp < 0x80) && !(len == 3 && cp < 0x800) && !(len == 4 && cp < 0x10000) &&
-           !(cp >= 0xd800 && cp <= 0xdfff) && cp <= 0x10ffff;
-    }
-    if (!ok) return i;
+    const size_t len = DecodeUtf8At(text, i).length;
+    if (len == 0) return i;
     i += len;
   }
   return std::nullopt;

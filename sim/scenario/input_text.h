@@ -34,9 +34,18 @@ inline constexpr int64_t kMaxReportFileBytes = int64_t{64} << 20;
 absl::StatusOr<std::string> ReadInputFile(const std::string& path, int64_t max_bytes,
                                           std::string_view what);
 
+// The code point whose UTF-8 sequence begins at text[i], and the sequence's
+// length in bytes; length 0 when the bytes there are not valid UTF-8 (a stray
+// continuation byte, a truncated sequence, an overlong form, a surrogate, a
+// code point past U+10FFFF).
+struct Utf8CodePoint {
+  uint32_t value = 0;
+  size_t length = 0;
+};
+Utf8CodePoint DecodeUtf8At(std::string_view text, size_t i);
+
 // The byte offset of the first byte of `text` that does not start a valid
-// UTF-8 sequence (overlong forms, surrogates and code points past U+10FFFF
-// are invalid), or nullopt when all of it is valid.
+// UTF-8 sequence (DecodeUtf8At's rules), or nullopt when all of it is valid.
 std::optional<size_t> FirstInvalidUtf8(std::string_view text);
 
 // Whether `text` is JSON nested at most `max_depth` deep, checked in constant
