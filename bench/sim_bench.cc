@@ -1,7 +1,9 @@
 // Simulator throughput: simulated rank-calls (one rank's dispatched
 // all-reduce) per second, at world 8 to 16384, with the fused-kernel protocol
-// and with NCCL, for two layout shapes (many tp8 groups; one group as wide as
-// the world), with the memory each simulated rank holds; the same collective
+// and with NCCL, for three layout shapes (tp8 groups in a pipeline a few
+// steps fill; the same pipeline with as many steps as stages, so that most of
+// its ranks have work at once; one group as wide as the world), with the
+// memory each simulated rank holds; the same collective
 // sequence run by real OpenMPI processes in the same run, compared per core
 // (the simulator on one core against OpenMPI's total over its processes,
 // each on its own core, with `explore --jobs 1` beside the bare run) and per
@@ -74,11 +76,35 @@ int64_t ResidentBytes() {
   return resident * sysconf(_SC_PAGESIZE);
 }
 
-// tp8 groups, world / 8 pipeline stages; a dense model of hidden 64 in fp32:
-// every call is an all-reduce of 64 floats. `layers` per stage, `steps` steps.
-// With `wide`, one TP group as wide as the world instead (one stage, 8
-// layers).
-Scenario ThroughputScenario(int world, bool fused, int steps, bool wide = false) {
+// The layout shapes the throughput rows measure.
+enum class Shape {
+  // tp8 groups, world / 8 pipeline stages of 8 layers, a few steps: only the
+  // stages the steps have reached have work at once.
+  kPipeline,
+  // The same groups, one layer a stage, as many steps as stages (steps ahead
+  // of the last stage wait in the mailboxes): in the middle of the run every
+  // stage has a step, and the ranks with work at once are most of the world.
+  kFullPipeline,
+  // One TP group as wide as the world (one stage, 8 layers): every call
+  // resumes every rank.
+  kWide,
+};
+
+const char* ShapeLabel(Shape shape) {
+  switch (shape) {
+    case Shape::kPipeline:
+      return "tp8 groups";
+    case Shape::kFullPipeline:
+      return "tp8 groups, pipeline full";
+    case Shape::kWide:
+      return "one group";
+  }
+  return "?";
+}
+
+// A dense model of hidden 64 in fp32, one token: every call is an all-reduce
+// of 64 floats, in the layout `shape` names.
+Scenario ThroughputScenario(int world, bool fused, int steps, Shape shape = Shape::kPipeline) {
   Scenario s;
   s.name = "throughput";
   s.hardware.name = "bench";
@@ -90,7 +116,7 @@ Scenario ThroughputScenario(int world, bool fused, int steps, bool wide = false)
   s.parallel.pp = world / 8;
   s.model.name = "dense64";
   s.model.hidden = 64;
-  s.model.layers = 8 * s.parallel.pp;
+  s.model.layers = (shape == Shape::kFullPipeline ? 1 : 8) * s.parallel.pp;
   s.dispatch.dtype = DType::kFp32;
   s.dispatch.max_tokens = 16;
   s.dispatch.fused_backend = fused ? FusionBackendFlag::kAuto : FusionBackendFlag::kNone;
@@ -98,7 +124,7 @@ Scenario ThroughputScenario(int world, bool fused, int steps, bool wide = false)
   s.workload.steps = steps;
   s.workload.tokens = {1};
   s.workload.embedding = false;
-  if (wide) {
+  if (shape == Shape::kWide) {
     s.parallel.tp = world;
     s.parallel.pp = 1;
     s.model.layers = 8;
@@ -143,9 +169,9 @@ TimedRun RunTimed(const Scenario& s, bool keep_decisions,
 // `peak_heap_per_rank`: the most heap the run held at once, set-up included,
 // per rank (fiber stacks apart).
 double SimRankCallsPerSecond(int world, bool fused, int steps, uint64_t* calls_out,
-                             bool wide = false, int64_t* bytes_per_rank = nullptr,
+                             Shape shape = Shape::kPipeline, int64_t* bytes_per_rank = nullptr,
                              int64_t* peak_heap_per_rank = nullptr) {
-  const Scenario s = ThroughputScenario(world, fused, steps, wide);
+  const Scenario s = ThroughputScenario(world, fused, steps, shape);
   const int64_t before = ResidentBytes();
   const int64_t heap_before = heap_live.load();
   heap_peak.store(heap_before);
@@ -159,6 +185,29 @@ double SimRankCallsPerSecond(int world, bool fused, int steps, uint64_t* calls_o
   return static_cast<double>(t.result.rank_calls) / t.seconds;
 }
 
+// One throughput row: `steps` steps of the `shape` layout at `world`, its
+// rate and memory as counters.
+void RunThroughputRow(benchmark::State& state, int world, bool fused, int steps, Shape shape) {
+  uint64_t calls = 0;
+  double rate = 0;
+  int64_t bytes_per_rank = 0, peak_heap_per_rank = 0;
+  for (auto _ : state) {
+    rate = SimRankCallsPerSecond(world, fused, steps, &calls, shape, &bytes_per_rank,
+                                 &peak_heap_per_rank);
+  }
+  if (rate == 0) {
+    state.SkipWithError("the throughput scenario did not end clean");
+    return;
+  }
+  state.counters["rank_calls_per_s"] = rate;
+  state.counters["ns_per_rank_call"] = 1e9 / rate;
+  state.counters["kib_per_rank"] = static_cast<double>(bytes_per_rank) / 1024.0;
+  state.counters["peak_heap_kib_per_rank"] = static_cast<double>(peak_heap_per_rank) / 1024.0;
+  state.SetLabel(std::string(fused ? "fused one-shot protocol" : "nccl") + ", " +
+                 ShapeLabel(shape));
+  state.SetItemsProcessed(static_cast<int64_t>(calls) * state.iterations());
+}
+
 void BM_SimRankCalls(benchmark::State& state) {
   const int world = static_cast<int>(state.range(0));
   const bool fused = state.range(1) != 0;
@@ -170,28 +219,29 @@ void BM_SimRankCalls(benchmark::State& state) {
   // About 256k rank-calls per iteration at every world size (2 steps at
   // least).
   const int steps = std::max(2, 262144 / (world * (wide ? 8 : 16)));
-  uint64_t calls = 0;
-  double rate = 0;
-  int64_t bytes_per_rank = 0, peak_heap_per_rank = 0;
-  for (auto _ : state) {
-    rate = SimRankCallsPerSecond(world, fused, steps, &calls, wide, &bytes_per_rank,
-                                 &peak_heap_per_rank);
-  }
-  if (rate == 0) {
-    state.SkipWithError("the throughput scenario did not end clean");
-    return;
-  }
-  state.counters["rank_calls_per_s"] = rate;
-  state.counters["ns_per_rank_call"] = 1e9 / rate;
-  state.counters["kib_per_rank"] = static_cast<double>(bytes_per_rank) / 1024.0;
-  state.counters["peak_heap_kib_per_rank"] = static_cast<double>(peak_heap_per_rank) / 1024.0;
-  state.SetLabel(std::string(fused ? "fused one-shot protocol" : "nccl") +
-                 (wide ? ", one group" : ", tp8 groups"));
-  state.SetItemsProcessed(static_cast<int64_t>(calls) * state.iterations());
+  RunThroughputRow(state, world, fused, steps, wide ? Shape::kWide : Shape::kPipeline);
 }
 BENCHMARK(BM_SimRankCalls)
     ->ArgsProduct({{8, 64, 512, 4096, 16384}, {0, 1}, {0, 1}})
     ->ArgNames({"world", "fused", "wide"})
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(1);
+
+// The tp8 rows with the pipeline full: as many steps as stages (at world 8,
+// one stage, as many steps as make ~256k rank-calls), so that the ranks with
+// work at once grow with the world, as in a layout without pipeline stages
+// whose groups all run. Each rank makes two calls a step (one layer: the
+// attention's and the MLP's all-reduce): world * steps * 2 rank-calls, 4.2 M
+// at world 4096.
+void BM_SimRankCallsFullPipeline(benchmark::State& state) {
+  const int world = static_cast<int>(state.range(0));
+  const bool fused = state.range(1) != 0;
+  const int steps = std::max(world / 8, 131072 / world);
+  RunThroughputRow(state, world, fused, steps, Shape::kFullPipeline);
+}
+BENCHMARK(BM_SimRankCallsFullPipeline)
+    ->ArgsProduct({{8, 64, 512, 4096}, {0, 1}})
+    ->ArgNames({"world", "fused"})
     ->Unit(benchmark::kMillisecond)
     ->Iterations(1);
 
