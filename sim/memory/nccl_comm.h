@@ -81,6 +81,7 @@ class SimComm : public Waitable {
 
   std::string DescribeWait(int rank, int64_t detail) const override;
   std::vector<int> WaitsOn(int rank, int64_t detail) const override;
+  bool IsKernelWait() const override { return false; }
 
  private:
   struct Post {
@@ -135,6 +136,7 @@ class SimMailbox : public Waitable {
 
   std::string DescribeWait(int rank, int64_t detail) const override;
   std::vector<int> WaitsOn(int rank, int64_t detail) const override;
+  bool IsKernelWait() const override { return false; }
 
  private:
   struct Message {

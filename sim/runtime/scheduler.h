@@ -35,6 +35,10 @@ class Waitable {
   // Whether the wait gives up after a budget (a kernel poll's bounded wait,
   // the NCCL watchdog): only a bounded wait can end a hopeless one.
   virtual bool WaitIsBounded(int /*rank*/, int64_t /*detail*/) const { return true; }
+  // Whether the wait is a kernel's poll, which its own bounded wait ends
+  // (timeouts.kernel_wait_ms), rather than a host-side wait in NCCL, which the
+  // watchdog ends (timeouts.watchdog_ms).
+  virtual bool IsKernelWait() const { return true; }
 };
 
 struct BlockReason {
