@@ -118,6 +118,38 @@ TEST(BoundedWaitTest, TheStragglersOutcomeFollowsTheBudgets) {
   EXPECT_THAT(faults::AcceptableVerdicts(s), ::testing::ElementsAre(Verdict::kClean));
 }
 
+// A dead rank leaves its peers waiting for good; the report names the wait
+// that ends the job and when: the NCCL watchdog for peers blocked in NCCL,
+// the kernel's own bounded wait (sooner) for peers polling in the fused
+// kernel.
+TEST(BoundedWaitTest, ADeadRanksPeersAreEndedByTheTimeoutOfWhatTheyWaitIn) {
+  struct Case {
+    const char* dispatch;
+    const char* what;
+    int64_t budget_ns;
+  };
+  for (const Case& c : {Case{kNccl, "the NCCL watchdog", int64_t{60'000'000'000}},
+                        Case{kFused, "the fused kernel's bounded wait", int64_t{10'000'000'000}}}) {
+    const SimResult r = Simulated(testing::ScenarioFromYaml(
+        std::string("version: 1\nname: killed\nhardware: h200x8\nparallel: {tp: 8}\n"
+                    "model: llama-3-70b\ndispatch: ") +
+        c.dispatch +
+        "\nworkload: {steps: 2, tokens: [1], layers: 2}\n"
+        "faults:\n  - {kind: rank_killed, ranks: [7], at_call: 2}\n"));
+    ASSERT_EQ(r.verdict, Verdict::kFailStop) << r.summary;
+    EXPECT_THAT(r.summary, HasSubstr(std::string(c.what) + " of rank")) << r.summary;
+    const nlohmann::json& fires = r.details["fires"];
+    EXPECT_EQ(fires["what"], c.what);
+    // The first to fire is the earliest wait plus its budget.
+    int64_t earliest = -1;
+    for (const nlohmann::json& b : r.details["blocked"]) {
+      const auto since = b["since_ns"].get<int64_t>();
+      if (earliest < 0 || since < earliest) earliest = since;
+    }
+    EXPECT_EQ(fires["virtual_time_ns"].get<int64_t>(), earliest + c.budget_ns) << c.what;
+  }
+}
+
 TEST(WaitReportTest, TheWordsOfEveryExpiredWait) {
   EXPECT_EQ(protocol::LamportFailure(protocol::ProtocolError::kWaitExpired, 0, 3, 2, 4096,
                                      10'000'000'000ull)
