@@ -62,6 +62,8 @@ std::string ShellQuote(const std::string& arg) {
   return quoted + "'";
 }
 
+}  // namespace
+
 int InternalError(std::span<const std::string> argv, std::ostream& err, std::string_view what,
                   bool out_of_memory) {
   std::string command;
@@ -76,6 +78,8 @@ int InternalError(std::span<const std::string> argv, std::ostream& err, std::str
       << command << "\n";
   return kExitInternal;
 }
+
+namespace {
 
 int Dispatch(std::span<const std::string> argv, std::ostream& out, std::ostream& err);
 

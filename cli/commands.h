@@ -39,6 +39,12 @@ int RunHw(std::span<const std::string> args, std::ostream& out, std::ostream& er
 int RunImport(std::span<const std::string> args, std::ostream& out, std::ostream& err);
 int RunCheckLog(std::span<const std::string> args, std::ostream& out, std::ostream& err);
 
+// Reports an internal error (a bug in lockstep, `what`) on `err` with the
+// command line `argv` (program name first) that reproduces it; returns
+// kExitInternal.
+int InternalError(std::span<const std::string> argv, std::ostream& err, std::string_view what,
+                  bool out_of_memory = false);
+
 // Dispatches argv (program name first) to a verb. No exception escapes: one
 // is reported on `err` as an internal error with the command line that
 // reproduces it, and gives kExitInternal.

@@ -2,14 +2,20 @@
 // seeds (sharded, or for a time budget), merging shards, reproducing and
 // minimising a failure, and testing lockstep with its mutants.
 
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <filesystem>
 #include <iostream>
 #include <limits>
 #include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
 
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -199,6 +205,45 @@ std::function<void(const faults::ExploreProgress&)> ProgressLine(std::ostream& e
   };
 }
 
+// SIGTERM (a scheduler's time limit, kubectl delete) or SIGINT during a --for
+// exploration: stop as if the time were up, keeping what finished.
+std::atomic<bool> stop_requested{false};
+std::atomic<int> stop_signal{0};
+static_assert(std::atomic<bool>::is_always_lock_free && std::atomic<int>::is_always_lock_free,
+              "set from a signal handler");
+
+extern "C" void RequestStop(int signal) {
+  stop_signal.store(signal);
+  stop_requested.store(true);
+}
+
+// Installs RequestStop for SIGTERM and SIGINT while alive, once each (a
+// second signal acts as if lockstep had not caught the first), and puts the
+// previous handlers back after.
+class StopOnSignals {
+ public:
+  StopOnSignals() {
+    stop_requested.store(false);
+    stop_signal.store(0);
+    struct sigaction action = {};
+    action.sa_handler = RequestStop;
+    sigemptyset(&action.sa_mask);
+    action.sa_flags = static_cast<int>(SA_RESETHAND);
+    sigaction(SIGTERM, &action, &previous_term_);
+    sigaction(SIGINT, &action, &previous_int_);
+  }
+  ~StopOnSignals() {
+    sigaction(SIGTERM, &previous_term_, nullptr);
+    sigaction(SIGINT, &previous_int_, nullptr);
+  }
+  StopOnSignals(const StopOnSignals&) = delete;
+  StopOnSignals& operator=(const StopOnSignals&) = delete;
+
+ private:
+  struct sigaction previous_term_ = {};
+  struct sigaction previous_int_ = {};
+};
+
 }  // namespace
 
 int RunExplore(std::span<const std::string> args, std::ostream& out, std::ostream& err) {
@@ -294,6 +339,27 @@ int RunExplore(std::span<const std::string> args, std::ostream& out, std::ostrea
            "every shard the same --root-seed (e.g. --root-seed $SLURM_ARRAY_JOB_ID)\n";
     return kExitUsage;
   }
+  // Where the results go, checked before the runs rather than after them (a
+  // --for budget spent for nothing).
+  if (!out_dir.empty()) {
+    if (absl::Status s = PrepareOutputDir("--out", out_dir); !s.ok()) {
+      err << "lockstep explore: " << s.message() << "\n";
+      return kExitUsage;
+    }
+    const std::string file = (std::filesystem::path(out_dir) /
+                              faults::ShardFileName(options.shard_index, options.shard_count))
+                                 .string();
+    if (absl::Status s = CheckOutputPath("--out", file); !s.ok()) {
+      err << "lockstep explore: " << s.message() << "\n";
+      return kExitUsage;
+    }
+  }
+  if (!markdown.empty()) {
+    if (absl::Status s = CheckOutputPath("--markdown", markdown); !s.ok()) {
+      err << "lockstep explore: " << s.message() << "\n";
+      return kExitUsage;
+    }
+  }
   const absl::StatusOr<MemoryBudget> budget = ResolveMemoryBudget(max_memory);
   if (!budget.ok()) {
     err << "lockstep explore: " << budget.status().message() << "\n";
@@ -363,8 +429,25 @@ int RunExplore(std::span<const std::string> args, std::ostream& out, std::ostrea
         options.root_seed, options.root_seed);
   }
   if (StderrIsTerminal(err)) options.progress = ProgressLine(err, options);
+  std::optional<StopOnSignals> stop_on_signals;
+  if (timed) {
+    stop_on_signals.emplace();
+    options.stop = &stop_requested;
+  }
   absl::StatusOr<faults::ExploreResult> result = faults::Explore(*scenarios, options, registry);
+  stop_on_signals.reset();
+  if (result.ok() && stop_signal.load() != 0) {
+    err << absl::StrFormat(
+        "lockstep explore: stopped by %s after %d run(s); the runs that finished are kept\n",
+        stop_signal.load() == SIGTERM ? "SIGTERM" : "SIGINT", result->outcomes.size());
+  }
   if (!result.ok()) {
+    if (result.status().code() == absl::StatusCode::kInternal) {
+      // A bug in lockstep (a run that did not repeat itself), not the input.
+      std::vector<std::string> argv = {"lockstep", "explore"};
+      argv.insert(argv.end(), args.begin(), args.end());
+      return InternalError(argv, err, std::string(result.status().message()));
+    }
     err << "lockstep explore: " << result.status().message() << "\n";
     return kExitUsage;
   }
@@ -378,19 +461,14 @@ int RunExplore(std::span<const std::string> args, std::ostream& out, std::ostrea
     }
   }
   if (!out_dir.empty()) {
-    std::error_code ec;
-    std::filesystem::create_directories(out_dir, ec);
-    if (ec) {
-      err << absl::StrFormat("lockstep explore: --out %s: cannot create the directory (%s)\n",
-                             out_dir, ec.message());
-      return kExitUsage;
-    }
     const std::string file = (std::filesystem::path(out_dir) /
                               faults::ShardFileName(options.shard_index, options.shard_count))
                                  .string();
     if (absl::Status s = WriteOutputFile(
             file,
-            [&](std::ostream& o) { faults::WriteResultFile(o, *scenarios, options, *result); });
+            [&](std::ostream& o) {
+              faults::WriteResultFile(o, *scenarios, options, *result, {path, unreadable});
+            });
         !s.ok()) {
       err << "lockstep explore: " << s.message() << "\n";
       return kExitUsage;
@@ -407,10 +485,7 @@ int RunExplore(std::span<const std::string> args, std::ostream& out, std::ostrea
   }
   if (!unreadable.empty()) {
     // The readable scenarios ran; the gate still fails closed.
-    err << absl::StrFormat(
-        "lockstep explore: %d entr%s under %s could not be read and did not run:\n",
-        unreadable.size(), unreadable.size() == 1 ? "y" : "ies", path);
-    for (const std::string& u : unreadable) err << "  " << u << "\n";
+    err << "lockstep explore: " << faults::UnreadableMessage({path, unreadable});
     return kExitUsage;
   }
   return result->all_acceptable ? kExitOk : kExitUnexpected;
@@ -458,6 +533,32 @@ int RunMerge(std::span<const std::string> args, std::ostream& out, std::ostream&
     std::sort(found.begin(), found.end());
     files.insert(files.end(), found.begin(), found.end());
   }
+  // One file named twice (a directory given as ./d and d/) is read once.
+  {
+    std::set<std::string> seen;
+    std::erase_if(files, [&seen](const std::string& f) {
+      std::error_code ec;
+      const std::filesystem::path canonical = std::filesystem::weakly_canonical(f, ec);
+      return !seen.insert(ec ? f : canonical.string()).second;
+    });
+  }
+  if (bundles.empty()) {
+    std::error_code ec;
+    std::filesystem::path dir(inputs.front());
+    if (!std::filesystem::is_directory(dir, ec)) dir = dir.parent_path();
+    bundles = dir.empty() ? std::filesystem::path(".") : dir;
+  }
+  // Where the outputs go, checked before anything is printed.
+  if (absl::Status s = PrepareOutputDir("--bundles", bundles); !s.ok()) {
+    err << "lockstep merge: " << s.message() << "\n";
+    return kExitUsage;
+  }
+  if (!markdown.empty()) {
+    if (absl::Status s = CheckOutputPath("--markdown", markdown); !s.ok()) {
+      err << "lockstep merge: " << s.message() << "\n";
+      return kExitUsage;
+    }
+  }
   std::vector<faults::ShardFile> shards;
   for (const std::string& f : files) {
     absl::StatusOr<faults::ShardFile> shard = faults::ReadResultFile(f);
@@ -482,16 +583,15 @@ int RunMerge(std::span<const std::string> args, std::ostream& out, std::ostream&
       return kExitUsage;
     }
   }
-  if (bundles.empty()) {
-    std::error_code ec;
-    std::filesystem::path dir(inputs.front());
-    if (!std::filesystem::is_directory(dir, ec)) dir = dir.parent_path();
-    bundles = dir.empty() ? std::filesystem::path(".") : dir;
-  }
   if (absl::Status s =
           WriteBundles(bundles, "merge", merged->scenarios, merged->options, merged->result, err);
       !s.ok()) {
     err << "lockstep merge: " << s.message() << "\n";
+    return kExitUsage;
+  }
+  if (!merged->unreadable.entries.empty()) {
+    // As the unsharded exploration: the gate fails closed.
+    err << "lockstep merge: " << faults::UnreadableMessage(merged->unreadable);
     return kExitUsage;
   }
   return merged->result.all_acceptable ? kExitOk : kExitUnexpected;

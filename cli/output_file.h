@@ -2,7 +2,9 @@
 // --markdown, --out): a path that cannot be created or written — a
 // directory, a missing folder, a read-only or full disk — is an error that
 // names the path and the system's reason, found on close rather than assumed
-// (issue 11).
+// (issue 11). A regular file is written whole or not at all: into a
+// temporary file beside it, renamed over it once complete, so a process
+// killed while writing leaves the old file or none, never half of one.
 
 #ifndef LOCKSTEP_CLI_OUTPUT_FILE_H_
 #define LOCKSTEP_CLI_OUTPUT_FILE_H_
@@ -16,10 +18,19 @@
 
 namespace lockstep::cli {
 
-// Creates (or truncates) `path` and lets `write` fill it.
+// Creates (or replaces) `path` and lets `write` fill it. A path that exists
+// and is not a regular file (/dev/stdout, a pipe) is written in place.
 absl::Status WriteOutputFile(const std::string& path,
                              const std::function<void(std::ostream&)>& write);
 absl::Status WriteOutputFile(const std::string& path, std::string_view text);
+
+// Whether `path` could be written, checked before a long run rather than
+// after it: not a directory, in a folder that exists and this process may
+// write in. `flag` names it in the message ("--markdown").
+absl::Status CheckOutputPath(const std::string& flag, const std::string& path);
+// Creates folder `dir` (and its parents) and checks this process may write
+// in it.
+absl::Status PrepareOutputDir(const std::string& flag, const std::string& dir);
 
 }  // namespace lockstep::cli
 

@@ -1,10 +1,13 @@
 #include "cli/shard.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cstdlib>
 #include <limits>
+#include <vector>
 
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "sim/scenario/input_text.h"
 
 namespace lockstep::cli {
@@ -43,8 +46,8 @@ absl::Status CheckShard(const ShardSpec& s) {
     return absl::InvalidArgumentError(absl::StrFormat(
         "%s: shard index %d is not below the count %d (shards are numbered 0 to %d%s)", s.source,
         s.index, s.count, s.count - 1,
-        s.source.starts_with("SLURM")
-            ? "; give sbatch one contiguous range, --array=0-N-1, without a step"
+        s.source.starts_with("SLURM") || s.source.starts_with("(SLURM")
+            ? "; give sbatch one range, --array=A-B or --array=A-B:S"
             : ""));
   }
   return absl::OkStatus();
@@ -83,6 +86,24 @@ absl::StatusOr<ShardSpec> ResolveShard(std::string_view shard_flag, bool shard_s
     if (absl::Status st = CheckShard(s); !st.ok()) return st;
     return s;
   }
+  // Each launcher variable that names a shard: more than one present means
+  // processes nested in one another (mpirun inside an array task), which would
+  // all run the same shard.
+  std::vector<std::string> sources;
+  if (env("SLURM_ARRAY_TASK_ID")) sources.push_back("SLURM_ARRAY_TASK_ID");
+  if (env("JOB_COMPLETION_INDEX")) sources.push_back("JOB_COMPLETION_INDEX");
+  if (env("OMPI_COMM_WORLD_RANK")) sources.push_back("OMPI_COMM_WORLD_RANK");
+  if (env("PMI_RANK")) sources.push_back("PMI_RANK");
+  if (sources.size() > 1) {
+    std::vector<std::string> values;
+    for (const std::string& name : sources) {
+      values.push_back(absl::StrFormat("%s=%s", name, QuoteBytes(*env(name.c_str()))));
+    }
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "%s are all set: each names a shard, and the processes of the inner launcher would all "
+        "run the same one; give --shard I/N, numbering the processes across both launchers",
+        absl::StrJoin(values, ", ")));
+  }
   if (env("SLURM_ARRAY_TASK_ID")) {
     absl::StatusOr<uint64_t> id = EnvCount(env, "SLURM_ARRAY_TASK_ID");
     if (!id.ok()) return id.status();
@@ -93,16 +114,50 @@ absl::StatusOr<ShardSpec> ResolveShard(std::string_view shard_flag, bool shard_s
           "SLURM_ARRAY_TASK_ID=%d is below SLURM_ARRAY_TASK_MIN=%d; not a task of a Slurm array",
           *id, *min));
     }
-    s.index = *id - *min;
+    // --array=A-B:S numbers its tasks A, A+S, ...: the task's place in the
+    // array is the shard.
+    uint64_t step = 1;
+    if (env("SLURM_ARRAY_TASK_STEP")) {
+      absl::StatusOr<uint64_t> st = EnvCount(env, "SLURM_ARRAY_TASK_STEP");
+      if (!st.ok()) return st.status();
+      step = std::max<uint64_t>(*st, 1);
+    }
+    if ((*id - *min) % step != 0) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "SLURM_ARRAY_TASK_ID=%d is not SLURM_ARRAY_TASK_MIN=%d plus a multiple of "
+          "SLURM_ARRAY_TASK_STEP=%d; give sbatch one range, --array=A-B or --array=A-B:S, or "
+          "give --shard I/N",
+          *id, *min, step));
+    }
+    s.index = (*id - *min) / step;
+    absl::StatusOr<uint64_t> array_count = absl::NotFoundError("");
+    if (env("SLURM_ARRAY_TASK_COUNT")) array_count = EnvCount(env, "SLURM_ARRAY_TASK_COUNT");
+    if (array_count.status().code() == absl::StatusCode::kInvalidArgument) {
+      return array_count.status();
+    }
     if (count_set) {
+      // The array's tasks are the shards; a count that disagrees (one task
+      // of a larger exploration run again) would take the wrong shard.
+      if (array_count.ok() && *array_count != count_flag) {
+        return absl::InvalidArgumentError(absl::StrFormat(
+            "--shard-count %d but the Slurm array has %d task(s) (SLURM_ARRAY_TASK_COUNT): each "
+            "task runs the shard of its place in the array; to run one shard again, give it "
+            "as --shard I/%d (lockstep merge lists the missing ones)",
+            count_flag, *array_count, count_flag));
+      }
       s.count = count_flag;
     } else {
-      absl::StatusOr<uint64_t> count = EnvCount(env, "SLURM_ARRAY_TASK_COUNT");
-      if (!count.ok()) return count.status();
-      s.count = *count;
+      if (!array_count.ok()) return absl::InvalidArgumentError("SLURM_ARRAY_TASK_COUNT is not set");
+      s.count = *array_count;
     }
-    s.source = absl::StrFormat("SLURM_ARRAY_TASK_ID=%d - SLURM_ARRAY_TASK_MIN=%d, %s=%d", *id, *min,
-                               count_set ? "--shard-count" : "SLURM_ARRAY_TASK_COUNT", s.count);
+    s.source =
+        step == 1
+            ? absl::StrFormat("SLURM_ARRAY_TASK_ID=%d - SLURM_ARRAY_TASK_MIN=%d, %s=%d", *id, *min,
+                              count_set ? "--shard-count" : "SLURM_ARRAY_TASK_COUNT", s.count)
+            : absl::StrFormat(
+                  "(SLURM_ARRAY_TASK_ID=%d - SLURM_ARRAY_TASK_MIN=%d) / "
+                  "SLURM_ARRAY_TASK_STEP=%d, %s=%d",
+                  *id, *min, step, count_set ? "--shard-count" : "SLURM_ARRAY_TASK_COUNT", s.count);
   } else if (env("JOB_COMPLETION_INDEX")) {
     absl::StatusOr<uint64_t> index = EnvCount(env, "JOB_COMPLETION_INDEX");
     if (!index.ok()) return index.status();
@@ -134,6 +189,20 @@ absl::StatusOr<ShardSpec> ResolveShard(std::string_view shard_flag, bool shard_s
     }
     s.source = absl::StrFormat("OMPI_COMM_WORLD_RANK=%d, %s=%d", s.index,
                                count_set ? "--shard-count" : "OMPI_COMM_WORLD_SIZE", s.count);
+  } else if (env("PMI_RANK")) {
+    // MPICH's and Intel MPI's launchers (mpiexec), and srun --mpi=pmi2.
+    absl::StatusOr<uint64_t> rank = EnvCount(env, "PMI_RANK");
+    if (!rank.ok()) return rank.status();
+    s.index = *rank;
+    if (count_set) {
+      s.count = count_flag;
+    } else {
+      absl::StatusOr<uint64_t> size = EnvCount(env, "PMI_SIZE");
+      if (!size.ok()) return size.status();
+      s.count = *size;
+    }
+    s.source = absl::StrFormat("PMI_RANK=%d, %s=%d", s.index,
+                               count_set ? "--shard-count" : "PMI_SIZE", s.count);
   } else if (count_set) {
     return absl::InvalidArgumentError(
         "--shard-count needs a shard index: give --shard I/N instead, or run under a Slurm "

@@ -4,11 +4,16 @@
 //
 // Where the shard comes from, first present wins:
 //   --shard I/N                                   the flag, always
-//   SLURM_ARRAY_TASK_ID, _MIN, _COUNT             sbatch --array=A-B: I = ID - MIN, N = COUNT
+//   SLURM_ARRAY_TASK_ID, _MIN, _STEP, _COUNT      sbatch --array=A-B[:S]: I = (ID - MIN) / STEP,
+//                                                 N = COUNT
 //   JOB_COMPLETION_INDEX                          a Kubernetes Indexed Job: I; N from
 //                                                 --shard-count or LOCKSTEP_SHARD_COUNT
-//   OMPI_COMM_WORLD_RANK, OMPI_COMM_WORLD_SIZE    mpirun -np N: I = rank, N = size
-// --shard-count N overrides the count an environment gives.
+//   OMPI_COMM_WORLD_RANK, OMPI_COMM_WORLD_SIZE    Open MPI's mpirun -np N: I = rank, N = size
+//   PMI_RANK, PMI_SIZE                            MPICH's or Intel MPI's mpiexec, srun
+//                                                 --mpi=pmi2: I = rank, N = size
+// --shard-count N gives the count where the environment does not (a Slurm
+// array's must agree with it). Two of these environments at once (mpirun
+// inside an array task) is an error: every process would run one shard.
 
 #ifndef LOCKSTEP_CLI_SHARD_H_
 #define LOCKSTEP_CLI_SHARD_H_

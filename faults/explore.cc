@@ -222,6 +222,21 @@ uint64_t ShardSize(uint64_t total, uint64_t shard_index, uint64_t shard_count) {
   return (total - shard_index - 1) / shard_count + 1;
 }
 
+uint64_t ShardOfItem(uint64_t k, size_t num_scenarios, const ExploreOptions& options) {
+  const uint64_t count = std::max<uint64_t>(options.shard_count, 1);
+  if (options.budget.count() > 0) return k / std::max<uint64_t>(num_scenarios, 1) % count;
+  return k % count;
+}
+
+uint64_t ShardItem(uint64_t j, size_t num_scenarios, const ExploreOptions& options) {
+  const uint64_t count = std::max<uint64_t>(options.shard_count, 1);
+  if (options.budget.count() > 0) {
+    const uint64_t n = std::max<uint64_t>(num_scenarios, 1);
+    return (options.shard_index + count * (j / n)) * n + j % n;
+  }
+  return options.shard_index + count * j;
+}
+
 namespace {
 
 // "moe" of "step 0 layer 3 moe": the kind of call site, the same wherever a
@@ -314,7 +329,7 @@ absl::StatusOr<ExploreResult> Explore(const std::vector<Scenario>& scenarios,
   std::vector<std::atomic<uint64_t>> finished_runs(scenarios.size());
   std::vector<std::atomic<uint64_t>> failed_runs(scenarios.size());
   // Item k of this shard's j-th run.
-  auto item_of = [&](size_t j) { return options.shard_index + options.shard_count * j; };
+  auto item_of = [&](size_t j) { return ShardItem(j, scenarios.size(), options); };
   // One run; the outcome, or the error that stopped it.
   auto run_one = [&](uint64_t k, SeedOutcome& out) -> absl::Status {
     const ExploreItem item = ItemAt(k, scenarios.size(), options);
@@ -393,8 +408,16 @@ absl::StatusOr<ExploreResult> Explore(const std::vector<Scenario>& scenarios,
     progress = [&](size_t done) { options.progress({done, 0, failures.load()}); };
   }
   const auto deadline = std::chrono::steady_clock::now() + options.budget;
-  const uint64_t last_j = (~uint64_t{0} - options.shard_index) / options.shard_count;
-  const size_t count = last_j == std::numeric_limits<size_t>::max() ? last_j : last_j + 1;
+  // The shard's runs whose item numbers fit in 64 bits: its rounds up to the
+  // last whole one, every scenario of each (no budget comes near the bound).
+  const uint64_t n = std::max<uint64_t>(scenarios.size(), 1);
+  const uint64_t last_round = (~uint64_t{0} - (n - 1)) / n;
+  const uint64_t rounds = last_round < options.shard_index
+                              ? 0
+                              : (last_round - options.shard_index) / options.shard_count;
+  const size_t count = rounds >= std::numeric_limits<size_t>::max() / n
+                           ? std::numeric_limits<size_t>::max()
+                           : rounds * n;
   std::mutex mutex;
   absl::Status error;
   uint64_t error_index = ~uint64_t{0};
@@ -418,7 +441,8 @@ absl::StatusOr<ExploreResult> Explore(const std::vector<Scenario>& scenarios,
       progress,
       [&] {
         return std::chrono::steady_clock::now() >= deadline ||
-               (options.stop_on_failure && failures.load() > 0) || failed_to_run.load();
+               (options.stop_on_failure && failures.load() > 0) || failed_to_run.load() ||
+               (options.stop != nullptr && options.stop->load());
       });
   if (!error.ok()) return error;
   if (options.stop_on_failure) {
@@ -494,11 +518,11 @@ std::string FormatExploreSummary(const std::vector<Scenario>& scenarios,
       DisplayText(options.schedule));
   if (options.shard_count > 1) {
     absl::StrAppendFormat(
-        &out,
-        "shard %d of %d: %d run(s), items k with k mod %d = %d; lockstep merge combines the "
-        "shards\n",
-        options.shard_index, options.shard_count, result.outcomes.size(), options.shard_count,
-        options.shard_index);
+        &out, "shard %d of %d: %d run(s), %s %d = %d; lockstep merge combines the shards\n",
+        options.shard_index, options.shard_count, result.outcomes.size(),
+        options.budget.count() > 0 ? "every scenario of the rounds r with r mod"
+                                   : "items k with k mod",
+        options.shard_count, options.shard_index);
   }
   absl::StrAppend(&out, "\n");
   // Names as they show (DisplayText), padded by code points (DisplayWidth).

@@ -6,6 +6,7 @@
 #define LOCKSTEP_FAULTS_EXPLORE_H_
 
 #include <array>
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -51,14 +52,17 @@ struct ExploreOptions {
   std::chrono::seconds budget{0};
   uint64_t root_seed = 0;
   bool stop_on_failure = false;
-  // This run is shard `shard_index` of `shard_count`: it runs item k of the
-  // exploration's ordered list (ItemAt) when k mod shard_count == shard_index,
-  // so the shards of one count cover the list exactly once.
+  // This run is shard `shard_index` of `shard_count`: it runs the items of the
+  // exploration's ordered list (ItemAt) that ShardOfItem gives it, so the
+  // shards of one count cover the list exactly once.
   uint64_t shard_index = 0;
   uint64_t shard_count = 1;
   int jobs = 1;
   // Called (from a reporting thread) as runs finish.
   std::function<void(const ExploreProgress&)> progress;
+  // Time-budgeted: set (from a signal handler) to stop as if the time were
+  // up: no run starts after it, and the runs under way finish and are kept.
+  const std::atomic<bool>* stop = nullptr;
 };
 
 // The exploration's ordered list of (scenario, seed) items. With seeds: item
@@ -76,6 +80,12 @@ uint64_t TimedSeed(uint64_t root_seed, uint64_t round);
 // many of them a shard runs.
 uint64_t ExplorationSize(size_t num_scenarios, const ExploreOptions& options);
 uint64_t ShardSize(uint64_t total, uint64_t shard_index, uint64_t shard_count);
+// The shard item k belongs to. With seeds: k mod shard_count. Time-budgeted,
+// whole rounds: round k / S goes to shard (k / S) mod shard_count, so every
+// shard runs every scenario, whatever the two counts.
+uint64_t ShardOfItem(uint64_t k, size_t num_scenarios, const ExploreOptions& options);
+// Item k of the shard's j-th run (its items in increasing order).
+uint64_t ShardItem(uint64_t j, size_t num_scenarios, const ExploreOptions& options);
 
 // One run, as a result file keeps it and every summary is rendered from.
 struct SeedOutcome {

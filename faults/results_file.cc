@@ -45,7 +45,10 @@ class LineReader {
         len_ = static_cast<size_t>(in_.gcount());
         pos_ = 0;
         if (in_.bad()) return Next::kError;
-        if (len_ == 0) return any ? Next::kLine : Next::kEnd;
+        if (len_ == 0) {
+          newline_ = false;
+          return any ? Next::kLine : Next::kEnd;
+        }
       }
       any = true;
       const char* begin = buf_ + pos_;
@@ -57,10 +60,14 @@ class LineReader {
       pos_ += take;
       if (nl != nullptr) {
         ++pos_;
+        newline_ = true;
         return Next::kLine;
       }
     }
   }
+  // Whether the line Read gave last ended with a newline (a line cut off by
+  // the end of the file did not).
+  bool newline() const { return newline_; }
 
  private:
   std::istream& in_;
@@ -68,6 +75,7 @@ class LineReader {
   char buf_[1 << 16];
   size_t pos_ = 0;
   size_t len_ = 0;
+  bool newline_ = true;
 };
 
 absl::Status LineError(const std::string& path, uint64_t line, absl::string_view what) {
@@ -91,7 +99,8 @@ std::optional<uint64_t> ParseTraceHash(const nlohmann::json& j) {
 // The exploration's scenarios and options from a header's "exploration";
 // the error says what is wrong, without file and line.
 absl::Status ParseExploration(const nlohmann::json& e, const std::string& path,
-                              std::vector<Scenario>* scenarios, ExploreOptions* options) {
+                              std::vector<Scenario>* scenarios, ExploreOptions* options,
+                              Unreadable* unreadable) {
   if (!e.is_object()) return absl::InvalidArgumentError("\"exploration\" is not an object");
   for (const char* key : {"scenarios", "policy", "schedule", "swarm"}) {
     if (!e.contains(key)) {
@@ -133,6 +142,24 @@ absl::Status ParseExploration(const nlohmann::json& e, const std::string& path,
         options->start > std::numeric_limits<uint64_t>::max() - (options->seeds - 1)) {
       return absl::InvalidArgumentError(absl::StrFormat(
           "seeds %d from %d is not an exploration lockstep runs", options->seeds, options->start));
+    }
+  }
+  if (e.contains("unreadable")) {
+    const nlohmann::json& u = e["unreadable"];
+    if (!u.is_object() || !u.contains("under") || !u["under"].is_string() ||
+        !u.contains("entries") || !u["entries"].is_array() || u["entries"].empty() ||
+        u["entries"].size() > 100'000) {
+      return absl::InvalidArgumentError(
+          "the exploration's unreadable needs under (a string) and entries (1 to 100000 "
+          "strings)");
+    }
+    unreadable->under = u["under"].get<std::string>();
+    unreadable->entries.clear();
+    for (const nlohmann::json& entry : u["entries"]) {
+      if (!entry.is_string()) {
+        return absl::InvalidArgumentError("the exploration's unreadable entries must be strings");
+      }
+      unreadable->entries.push_back(entry.get<std::string>());
     }
   }
   const nlohmann::json& list = e["scenarios"];
@@ -208,10 +235,11 @@ absl::StatusOr<SeedOutcome> ParseRecord(const nlohmann::json& j, const ShardFile
     o.signature = j["signature"].get<std::string>();
   }
   const ExploreOptions& options = file.options;
-  if (o.index % options.shard_count != options.shard_index) {
+  const uint64_t shard = ShardOfItem(o.index, file.scenarios.size(), options);
+  if (shard != options.shard_index) {
     return absl::InvalidArgumentError(
         absl::StrFormat("run %d belongs to shard %d of %d, not to this file's shard %d", o.index,
-                        o.index % options.shard_count, options.shard_count, options.shard_index));
+                        shard, options.shard_count, options.shard_index));
   }
   if (options.budget.count() == 0 && o.index >= ExplorationSize(file.scenarios.size(), options)) {
     return absl::InvalidArgumentError(
@@ -249,6 +277,38 @@ std::string Ranges(const std::vector<uint64_t>& values, size_t max_ranges = 20) 
   return text;
 }
 
+// The first scenario two headers' lists differ in, and how, for a message.
+std::string ScenarioDifference(const nlohmann::json& a, const nlohmann::json& b) {
+  if (!a.is_array() || !b.is_array()) return "their scenario lists differ";
+  if (a.size() != b.size()) {
+    return absl::StrFormat("%d scenarios vs %d (the scenario directory changed between shards)",
+                           a.size(), b.size());
+  }
+  auto field = [](const nlohmann::json& s, const char* key) {
+    return s.is_object() && s.contains(key) && s[key].is_string() ? s[key].get<std::string>()
+                                                                  : std::string("?");
+  };
+  for (size_t k = 0; k < a.size(); ++k) {
+    if (a[k] == b[k]) continue;
+    const std::string name = field(a[k], "name");
+    if (name != field(b[k], "name")) {
+      return absl::StrFormat("scenario %d is %s vs %s (the scenario directory changed)", k,
+                             QuoteBytes(name), QuoteBytes(field(b[k], "name")));
+    }
+    if (field(a[k], "path") != field(b[k], "path")) {
+      return absl::StrFormat(
+          "scenario %s was read from %s vs %s: run every shard with the same scenario path, "
+          "from the same directory (the summaries' replay commands name it)",
+          QuoteBytes(name), QuoteBytes(field(a[k], "path")), QuoteBytes(field(b[k], "path")));
+    }
+    return absl::StrFormat(
+        "scenario %s has different contents (its file, or the catalogue's hardware or model, "
+        "changed between shards)",
+        QuoteBytes(name));
+  }
+  return "their scenario lists differ";
+}
+
 // What differs between two headers' explorations, for a message.
 std::string ExplorationDifference(const nlohmann::json& a, const nlohmann::json& b) {
   if (!a.is_object() || !b.is_object()) return "their headers differ";
@@ -262,7 +322,7 @@ std::string ExplorationDifference(const nlohmann::json& a, const nlohmann::json&
     const nlohmann::json& va = a.contains(k) ? a[k] : none;
     const nlohmann::json& vb = b.contains(k) ? b[k] : none;
     if (va == vb) continue;
-    if (k == "scenarios") return "their scenarios differ (names, paths or contents)";
+    if (k == "scenarios") return ScenarioDifference(va, vb);
     return absl::StrFormat("%s %s vs %s", k, QuoteBytes(va.dump()), QuoteBytes(vb.dump()));
   }
   return "their headers differ";
@@ -286,8 +346,16 @@ bool IsShardFileName(const std::string& name) {
   return of != std::string_view::npos && digits(t.substr(0, of)) && digits(t.substr(of + 4));
 }
 
+std::string UnreadableMessage(const Unreadable& unreadable) {
+  std::string text = absl::StrFormat(
+      "%d entr%s under %s could not be read and did not run:\n", unreadable.entries.size(),
+      unreadable.entries.size() == 1 ? "y" : "ies", unreadable.under);
+  for (const std::string& u : unreadable.entries) absl::StrAppend(&text, "  ", u, "\n");
+  return text;
+}
+
 nlohmann::json ExplorationJson(const std::vector<Scenario>& scenarios,
-                               const ExploreOptions& options) {
+                               const ExploreOptions& options, const Unreadable& unreadable) {
   nlohmann::json list = nlohmann::json::array();
   for (const Scenario& s : scenarios) {
     list.push_back({{"name", s.name}, {"path", s.path}, {"yaml", ScenarioToYaml(s)}});
@@ -304,15 +372,19 @@ nlohmann::json ExplorationJson(const std::vector<Scenario>& scenarios,
     e["start"] = options.start;
     e["seeds"] = options.seeds;
   }
+  if (!unreadable.entries.empty()) {
+    e["unreadable"] = {{"under", unreadable.under}, {"entries", unreadable.entries}};
+  }
   return e;
 }
 
 void WriteResultFile(std::ostream& out, const std::vector<Scenario>& scenarios,
-                     const ExploreOptions& options, const ExploreResult& result) {
+                     const ExploreOptions& options, const ExploreResult& result,
+                     const Unreadable& unreadable) {
   const nlohmann::json header = {
       {"lockstep_explore_results", kResultsFormat},
       {"shard", {{"index", options.shard_index}, {"count", options.shard_count}}},
-      {"exploration", ExplorationJson(scenarios, options)}};
+      {"exploration", ExplorationJson(scenarios, options, unreadable)}};
   out << header.dump() << "\n";
   for (const SeedOutcome& o : result.outcomes) {
     nlohmann::json line = {{"i", o.index},
@@ -372,6 +444,14 @@ absl::StatusOr<ShardFile> ReadResultFile(const std::string& path) {
       j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
     }
     if (!j.is_object()) {
+      // Cut off by the end of the file: a run line, or a header that began
+      // as one does (keys are written sorted).
+      if (!reader.newline() &&
+          (line > 1 || std::string_view(text).starts_with("{\"exploration\""))) {
+        return LineError(path, line,
+                         "truncated: the file ends inside this line (the shard was stopped while "
+                         "writing it; run the shard again)");
+      }
       return LineError(path, line,
                        line == 1 ? "not a lockstep explore result file (write one with lockstep "
                                    "explore --out DIR)"
@@ -402,7 +482,8 @@ absl::StatusOr<ShardFile> ReadResultFile(const std::string& path) {
       }
       if (!j.contains("exploration")) return LineError(path, line, "the header has no exploration");
       file.exploration = j["exploration"];
-      if (absl::Status s = ParseExploration(file.exploration, path, &file.scenarios, &file.options);
+      if (absl::Status s = ParseExploration(file.exploration, path, &file.scenarios, &file.options,
+                                            &file.unreadable);
           !s.ok()) {
         return LineError(path, line, s.message());
       }
@@ -496,6 +577,7 @@ absl::StatusOr<MergedExploration> MergeShards(std::vector<ShardFile> shards) {
   merged.options = first.options;
   merged.options.shard_index = 0;
   merged.options.shard_count = 1;
+  merged.unreadable = first.unreadable;
   std::vector<SeedOutcome> outcomes;
   for (ShardFile& s : shards) {
     outcomes.insert(outcomes.end(), std::make_move_iterator(s.outcomes.begin()),

@@ -11,9 +11,11 @@
 //   {"end":{"runs":2}}
 //
 // The header records the exploration — every scenario as the YAML it ran (hardware
-// and model inline) with its name and path, and every option that changes what
+// and model inline) with its name and path, every option that changes what
 // runs (seeds, start, swarm, policy, schedule; or the budget, root seed and
-// stop-on-failure of --for) — so lockstep merge can refuse files of another
+// stop-on-failure of --for), and the entries of the scenario directory that
+// could not be read ("unreadable", only when there are some) — so lockstep
+// merge can refuse files of another
 // exploration and render, from the records alone, the summary one unsharded run
 // gives. A run line is one SeedOutcome; the end line says the shard finished.
 
@@ -39,14 +41,24 @@ std::string ShardFileName(uint64_t shard_index, uint64_t shard_count);
 // Whether `name` (a file name, no directory) is one ShardFileName gives.
 bool IsShardFileName(const std::string& name);
 
+// Entries of the explored directory that could not be read. They did not
+// run, and the exploration fails closed for them (exit 2), merged or not.
+struct Unreadable {
+  std::string under;                 // the directory explored
+  std::vector<std::string> entries;  // "path: reason", as LoadScenarios gives them
+};
+// "2 entries under DIR could not be read and did not run:\n  a\n  b\n".
+std::string UnreadableMessage(const Unreadable& unreadable);
+
 // The header's record of an exploration: equal for every shard of one.
 nlohmann::json ExplorationJson(const std::vector<Scenario>& scenarios,
-                               const ExploreOptions& options);
+                               const ExploreOptions& options, const Unreadable& unreadable = {});
 
 // The result file of one shard's run of an exploration (options.shard_index
 // and shard_count name the shard; `result` is what Explore gave it).
 void WriteResultFile(std::ostream& out, const std::vector<Scenario>& scenarios,
-                     const ExploreOptions& options, const ExploreResult& result);
+                     const ExploreOptions& options, const ExploreResult& result,
+                     const Unreadable& unreadable = {});
 
 // One result file, read back.
 struct ShardFile {
@@ -56,6 +68,7 @@ struct ShardFile {
   nlohmann::json exploration;       // the header's, as written
   std::vector<Scenario> scenarios;  // parsed from it, with the paths they had
   ExploreOptions options;           // the exploration's options and this shard
+  Unreadable unreadable;            // entries that did not run
   std::vector<SeedOutcome> outcomes;
 };
 
@@ -72,6 +85,7 @@ struct MergedExploration {
   std::vector<Scenario> scenarios;
   ExploreOptions options;  // shard 0 of 1: the unsharded exploration
   ExploreResult result;
+  Unreadable unreadable;  // the exploration's unreadable entries (every shard has the same)
 };
 absl::StatusOr<MergedExploration> MergeShards(std::vector<ShardFile> shards);
 

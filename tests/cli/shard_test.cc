@@ -3,8 +3,10 @@
 
 #include "cli/shard.h"
 
+#include <signal.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -12,6 +14,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -150,6 +153,31 @@ TEST(ShardTest, EveryCountCoversEachItemExactlyOnce) {
     EXPECT_EQ(runs, total) << n;
     EXPECT_EQ(seen.size(), total) << n;
   }
+  // Time-budgeted: whole rounds. A shard's items, in order, are its own
+  // and every scenario's of each of its rounds.
+  faults::ExploreOptions t;
+  t.budget = std::chrono::seconds(60);
+  for (uint64_t n = 1; n <= 7; ++n) {
+    t.shard_count = n;
+    std::set<uint64_t> seen;
+    for (uint64_t i = 0; i < n; ++i) {
+      t.shard_index = i;
+      uint64_t prev = 0;
+      for (uint64_t j = 0; j < 3 * 5; ++j) {
+        const uint64_t k = faults::ShardItem(j, 5, t);
+        EXPECT_EQ(faults::ShardOfItem(k, 5, t), i) << n << " " << j;
+        EXPECT_EQ(faults::ItemAt(k, 5, t).scenario, j % 5);
+        if (j > 0) {
+          EXPECT_GT(k, prev);
+        }
+        prev = k;
+        seen.insert(k);
+      }
+    }
+    // Shards 0..n-1, three rounds each: rounds 0..3n-1, every item once.
+    EXPECT_EQ(seen.size(), 3 * 5 * n);
+    EXPECT_EQ(*seen.rbegin(), 3 * 5 * n - 1);
+  }
   // Items are scenario-major, seeds from --start.
   o.start = 10;
   EXPECT_EQ(faults::ItemAt(14, 5, o).scenario, 1u);
@@ -265,6 +293,135 @@ TEST(ShardTest, StopOnFailureGivesTheSamePrefixWhateverJobs) {
   EXPECT_THAT(outs[0], HasSubstr("failures by signature (1)"));
 }
 
+// An entry of the scenario directory that cannot be read fails the
+// exploration closed (exit 2); merged, its shards do the same.
+TEST(ShardTest, UnreadableEntriesFailTheMergeAsTheyFailTheExploration) {
+  const std::string dir = FreshDir("unreadable-scenarios");
+  for (const fs::directory_entry& e : fs::directory_iterator(Scenarios())) {
+    fs::copy_file(e.path(), dir + "/" + e.path().filename().string());
+  }
+  fs::create_symlink(dir + "/gone.yaml", dir + "/broken.yaml");
+  auto exploration = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = {"explore", dir, "--catalogue", Topologies(),
+                                     "--seeds", "2", "--policy",    "no-hybrid-fusion-gate"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return RunLockstep(args);
+  };
+  const Result whole = exploration({});
+  ASSERT_EQ(whole.code, kExitUsage) << whole.err;
+  EXPECT_THAT(whole.err, HasSubstr("1 entry under " + dir + " could not be read and did not run"));
+  const std::string out = FreshDir("unreadable-out");
+  for (const char* shard : {"0/2", "1/2"}) {
+    EXPECT_EQ(exploration({"--shard", shard, "--out", out}).code, kExitUsage);
+  }
+  const Result merged = RunLockstep({"merge", out});
+  EXPECT_EQ(merged.code, kExitUsage) << merged.err;
+  EXPECT_EQ(merged.out, whole.out);
+  EXPECT_THAT(merged.err,
+              HasSubstr("lockstep merge: 1 entry under " + dir +
+                        " could not be read and did not run:\n  " + dir + "/broken.yaml"));
+}
+
+// Where the results go is checked before anything runs: a --for budget is
+// not spent to find out the folder cannot be written.
+TEST(ShardTest, OutputsAreCheckedBeforeTheRuns) {
+  const std::string dir = FreshDir("outputs");
+  WriteFile(dir + "/a-file", "x");
+  Result r = RunLockstep({"explore", Scenarios(), "--catalogue", Topologies(), "--for", "10m",
+                          "--root-seed", "5", "--shard", "0/2", "--out", dir + "/a-file/x"});
+  EXPECT_EQ(r.code, kExitUsage);
+  EXPECT_THAT(r.err, HasSubstr("--out " + dir + "/a-file/x: cannot create the directory"));
+  EXPECT_THAT(r.err, Not(HasSubstr("root seed")));  // printed as the runs begin
+  r = RunLockstep(Exploration({"--markdown", dir + "/missing/summary.md"}));
+  EXPECT_EQ(r.code, kExitUsage);
+  EXPECT_THAT(r.err, HasSubstr("--markdown " + dir + "/missing/summary.md: the folder " + dir +
+                               "/missing does not exist"));
+  EXPECT_TRUE(r.out.empty());
+  // merge creates the bundles' folder, and reads a directory named twice once.
+  const std::string results = FreshDir("outputs-results");
+  RunShards(results, 2);
+  r = RunLockstep({"merge", results, results + "/",
+                   results + "/../" + fs::path(results).filename().string(), "--bundles",
+                   dir + "/new/bundles"});
+  EXPECT_EQ(r.code, kExitUnexpected) << r.err;
+  EXPECT_TRUE(fs::exists(dir + "/new/bundles/failure-001-tp4-ep2-qwen3-h200-seed-1.json"));
+  // No temporary file is left beside what was written.
+  for (const fs::directory_entry& e : fs::directory_iterator(results)) {
+    EXPECT_FALSE(e.path().filename().string().starts_with(".")) << e.path();
+  }
+}
+
+// A time-budgeted shard runs whole rounds, every scenario of each, whatever
+// the shard and scenario counts (3 scenarios in 3 shards: by item, shard 0
+// would run only the first scenario).
+TEST(ShardTest, ATimedShardRunsEveryScenario) {
+  const std::string dir = FreshDir("timed-shards");
+  for (const char* shard : {"0/3", "1/3", "2/3"}) {
+    const Result r = RunLockstep({"explore", Scenarios(), "--catalogue", Topologies(), "--for",
+                                  "2s", "--root-seed", "7", "--shard", shard, "--out", dir});
+    ASSERT_NE(r.code, kExitUsage) << r.err;
+    EXPECT_THAT(r.out, HasSubstr("every scenario of the rounds r with r mod 3"));
+  }
+  const std::string text = ReadFile(dir + "/shard-0000-of-0003.jsonl");
+  std::set<std::string> ran;
+  for (size_t p = text.find('\n') + 1, q; (q = text.find('\n', p)) != std::string::npos;
+       p = q + 1) {
+    const nlohmann::json line = nlohmann::json::parse(text.substr(p, q - p));
+    if (line.contains("scenario")) ran.insert(line["scenario"].get<std::string>());
+  }
+  EXPECT_EQ(ran.size(), 3u);
+  const Result merged = RunLockstep({"merge", dir});
+  EXPECT_NE(merged.code, kExitUsage) << merged.err;
+}
+
+// Shards run with the scenarios at another path cannot merge into one
+// summary (its replay commands name the path): the message says so.
+TEST(ShardTest, ShardsOfOneDirectoryReadFromTwoPathsNameThePath) {
+  const std::string elsewhere = FreshDir("scenarios-elsewhere");
+  for (const fs::directory_entry& e : fs::directory_iterator(Scenarios())) {
+    fs::copy_file(e.path(), elsewhere + "/" + e.path().filename().string());
+  }
+  const std::string out = FreshDir("two-paths");
+  RunLockstep(Exploration({"--shard", "0/2", "--out", out}));
+  std::vector<std::string> args = Exploration({"--shard", "1/2", "--out", out});
+  args[1] = elsewhere;
+  RunLockstep(args);
+  const Result r = RunLockstep({"merge", out});
+  EXPECT_EQ(r.code, kExitUsage);
+  EXPECT_THAT(r.err, HasSubstr("was read from '" + Scenarios()));
+  EXPECT_THAT(r.err, HasSubstr("run every shard with the same scenario path"));
+}
+
+// SIGTERM (a scheduler's time limit) during a --for exploration: it stops as
+// if the time were up and writes what finished.
+TEST(ShardTest, ATimedExplorationStoppedBySigtermKeepsWhatFinished) {
+  const std::string dir = FreshDir("sigterm");
+  std::thread sender([] {
+    // Once explore has taken SIGTERM (and some runs have finished).
+    for (int i = 0; i < 6000; ++i) {
+      struct sigaction current = {};
+      sigaction(SIGTERM, nullptr, &current);
+      if (current.sa_handler != SIG_DFL) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(300));
+        kill(getpid(), SIGTERM);
+        return;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  });
+  const Result r = RunLockstep({"explore", Scenarios(), "--catalogue", Topologies(), "--for", "10m",
+                                "--root-seed", "3", "--out", dir});
+  sender.join();
+  EXPECT_NE(r.code, kExitUsage) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("lockstep explore: stopped by SIGTERM after "));
+  EXPECT_THAT(r.err, HasSubstr("wrote " + dir + "/shard-0000-of-0001.jsonl"));
+  EXPECT_NE(RunLockstep({"merge", dir}).code, kExitUsage);
+  // The handler is gone again.
+  struct sigaction after = {};
+  sigaction(SIGTERM, nullptr, &after);
+  EXPECT_EQ(after.sa_handler, SIG_DFL);
+}
+
 TEST(ShardTest, BadFlagsExitTwoNamingTheFlag) {
   const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
       {{"--shard", "7/7", "--out", "x"}, "--shard 7/7: shard index 7 is not below the count 7"},
@@ -333,6 +490,27 @@ TEST(ResolveShardTest, EnvironmentsGiveTheShardAndTheFlagWins) {
   EXPECT_EQ(s->index, 2u);
   EXPECT_EQ(s->count, 3u);
 
+  s = ResolveShard("", false, 0, false, FakeEnv({{"PMI_RANK", "4"}, {"PMI_SIZE", "6"}}));
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(s->index, 4u);
+  EXPECT_EQ(s->count, 6u);
+  EXPECT_EQ(s->source, "PMI_RANK=4, PMI_SIZE=6");
+
+  // --array=10-24:2 numbers its 8 tasks 10, 12, ..., 24: task 16 is the fourth.
+  s = ResolveShard("", false, 0, false,
+                   FakeEnv({{"SLURM_ARRAY_TASK_ID", "16"},
+                            {"SLURM_ARRAY_TASK_MIN", "10"},
+                            {"SLURM_ARRAY_TASK_STEP", "2"},
+                            {"SLURM_ARRAY_TASK_COUNT", "8"}}));
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(s->index, 3u);
+  EXPECT_EQ(s->count, 8u);
+  EXPECT_THAT(s->source, HasSubstr("/ SLURM_ARRAY_TASK_STEP=2"));
+  // --shard-count that agrees with the array's count.
+  s = ResolveShard("", false, 3, true, slurm);
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(s->index, 2u);
+
   s = ResolveShard("", false, 0, false, FakeEnv({}));
   ASSERT_TRUE(s.ok());
   EXPECT_EQ(s->count, 1u);
@@ -356,6 +534,23 @@ TEST(ResolveShardTest, MalformedEnvironmentsNameTheVariable) {
       {{{"OMPI_COMM_WORLD_RANK", "0"}, {"OMPI_COMM_WORLD_SIZE", "0"}},
        "the shard count must be in [1, 1048576], got 0"},
       {{{"OMPI_COMM_WORLD_RANK", "-1"}}, "OMPI_COMM_WORLD_RANK='-1' is not an integer >= 0"},
+      {{{"PMI_RANK", "1"}}, "PMI_SIZE is not set"},
+      // A task of an array with a step that does not land on it.
+      {{{"SLURM_ARRAY_TASK_ID", "5"},
+        {"SLURM_ARRAY_TASK_MIN", "0"},
+        {"SLURM_ARRAY_TASK_STEP", "2"},
+        {"SLURM_ARRAY_TASK_COUNT", "8"}},
+       "SLURM_ARRAY_TASK_ID=5 is not SLURM_ARRAY_TASK_MIN=0 plus a multiple of "
+       "SLURM_ARRAY_TASK_STEP=2"},
+      // mpirun inside an array task: every rank would run the task's shard.
+      {{{"SLURM_ARRAY_TASK_ID", "1"},
+        {"SLURM_ARRAY_TASK_MIN", "0"},
+        {"SLURM_ARRAY_TASK_COUNT", "4"},
+        {"OMPI_COMM_WORLD_RANK", "2"},
+        {"OMPI_COMM_WORLD_SIZE", "4"}},
+       "SLURM_ARRAY_TASK_ID='1', OMPI_COMM_WORLD_RANK='2' are all set"},
+      {{{"JOB_COMPLETION_INDEX", "0"}, {"PMI_RANK", "0"}},
+       "JOB_COMPLETION_INDEX='0', PMI_RANK='0' are all set"},
   };
   for (const auto& [vars, message] : cases) {
     absl::StatusOr<ShardSpec> s = ResolveShard("", false, 0, false, FakeEnv(vars));
@@ -363,6 +558,19 @@ TEST(ResolveShardTest, MalformedEnvironmentsNameTheVariable) {
     EXPECT_EQ(s.status().code(), absl::StatusCode::kInvalidArgument);
     EXPECT_THAT(s.status().message(), HasSubstr(message));
   }
+}
+
+TEST(ResolveShardTest, AShardCountTheArrayDoesNotHaveSaysHowToRunOneShardAgain) {
+  // One lost task of a 16-shard array run again as --array=3: its place in
+  // this array is 0, not 3.
+  const absl::StatusOr<ShardSpec> s = ResolveShard("", false, 16, true,
+                                                   FakeEnv({{"SLURM_ARRAY_TASK_ID", "3"},
+                                                            {"SLURM_ARRAY_TASK_MIN", "3"},
+                                                            {"SLURM_ARRAY_TASK_COUNT", "1"}}));
+  ASSERT_FALSE(s.ok());
+  EXPECT_THAT(s.status().message(),
+              HasSubstr("--shard-count 16 but the Slurm array has 1 task(s)"));
+  EXPECT_THAT(s.status().message(), HasSubstr("give it as --shard I/16"));
 }
 
 // Sets environment variables for the life of the object (tests run one at a time).
@@ -448,7 +656,9 @@ TEST(HostileResultFileTest, GarbageAndTruncationNameFileAndLine) {
       {std::string(100000, '[') + "\n", ":1: not a lockstep explore result file"},
       {"{\"lockstep_explore_results\": 1}\n", ":1: the header needs shard.index"},
       {join(truncated), ":19: truncated: no end line"},
-      {join(truncated).substr(0, join(truncated).size() - 30), ": not a JSON object"},
+      {join(truncated).substr(0, join(truncated).size() - 30),
+       ":19: truncated: the file ends inside this line"},
+      {lines[0].substr(0, lines[0].size() / 2), ":1: truncated: the file ends inside this line"},
       {join(edited), ":3: run 1 is 'tp4-ep2-qwen3-h200' seed 7"},
       {join(bad_verdict), ":4: verdict 'fine' is not a verdict"},
       {join(swapped), ":4: run 1 comes after run 2"},

@@ -117,8 +117,10 @@ TEST(ClusterTest, TheIndexedJobManifestRunsOneShardPerCompletionIndex) {
   const std::string body = command[2].as<std::string>();
   EXPECT_THAT(body, HasSubstr("build/bin/lockstep}\" explore"));
   EXPECT_THAT(body, HasSubstr("--out"));
-  // Exit 2 (bad input) fails the Job at once.
-  EXPECT_EQ(spec["podFailurePolicy"]["rules"][0]["action"].as<std::string>(), "FailJob");
+  // Exit 2 (bad input) and 3 (a bug) fail the Job at once.
+  const YAML::Node rule = spec["podFailurePolicy"]["rules"][0];
+  EXPECT_EQ(rule["action"].as<std::string>(), "FailJob");
+  EXPECT_EQ(rule["onExitCodes"]["values"].as<std::vector<int>>(), (std::vector<int>{2, 3}));
 
   // The container's command, three pods of a 3-completion Job.
   const std::string dir = FreshDir("k8s");
