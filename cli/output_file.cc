@@ -52,8 +52,11 @@ absl::Status WriteOutputFile(const std::string& path,
     return absl::InvalidArgumentError(
         absl::StrFormat("cannot write %s: it is a directory; give a file name", path));
   }
-  if (fs::exists(status) && !fs::is_regular_file(status)) {
-    return WriteTo(path, path, write);  // a device or a pipe: nothing to replace
+  // A device or a pipe (nothing to replace), or a symbolic link (whose
+  // target the user means): written in place.
+  if ((fs::exists(status) && !fs::is_regular_file(status)) ||
+      fs::is_symlink(fs::symlink_status(path, ec))) {
+    return WriteTo(path, path, write);
   }
   // Beside the file, so the rename stays on one file system; hidden, and
   // named for this process, so that shards writing into one folder at once

@@ -3,7 +3,7 @@
 //
 // One file per shard, "shard-0003-of-0007.jsonl", in JSON lines (keys written sorted):
 //
-//   {"lockstep_explore_results":1,"shard":{"index":3,"count":7},"exploration":{...}}
+//   {"lockstep_explore_results":2,"shard":{"index":3,"count":7},"exploration":{...}}
 //   {"i":3,"scenario":"tp8-llama3-h200","seed":4,"verdict":"clean","acceptable":true,
 //    "trace_hash":"0x..."}
 //   {"i":10,...,"acceptable":false,"trace_hash":"0x...","policy":"...","signature":"...",
@@ -34,7 +34,9 @@
 
 namespace lockstep::faults {
 
-inline constexpr int kResultsFormat = 1;
+// 2: a --for shard takes whole rounds (ShardOfItem); format 1's --for shards
+// took items k mod N, and merge refuses to mix the two.
+inline constexpr int kResultsFormat = 2;
 
 // "shard-0003-of-0007.jsonl".
 std::string ShardFileName(uint64_t shard_index, uint64_t shard_count);
