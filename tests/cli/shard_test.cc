@@ -358,7 +358,7 @@ TEST(ShardTest, ATimedShardRunsEveryScenario) {
   const std::string dir = FreshDir("timed-shards");
   for (const char* shard : {"0/3", "1/3", "2/3"}) {
     const Result r = RunLockstep({"explore", Scenarios(), "--catalogue", Topologies(), "--for",
-                                  "2s", "--root-seed", "7", "--shard", shard, "--out", dir});
+                                  "3s", "--root-seed", "7", "--shard", shard, "--out", dir});
     ASSERT_NE(r.code, kExitUsage) << r.err;
     EXPECT_THAT(r.out, HasSubstr("every scenario of the rounds r with r mod 3"));
   }
