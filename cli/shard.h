@@ -2,7 +2,7 @@
 // from the flag or from what a cluster scheduler sets, and the --for budget
 // and progress line of long explorations.
 //
-// Where the shard comes from, first present wins:
+// Where the shard comes from: the flag, else the one environment present:
 //   --shard I/N                                   the flag, always
 //   SLURM_ARRAY_TASK_ID, _MIN, _STEP, _COUNT      sbatch --array=A-B[:S]: I = (ID - MIN) / STEP,
 //                                                 N = COUNT
@@ -13,7 +13,7 @@
 //                                                 --mpi=pmi2: I = rank, N = size
 // --shard-count N gives the count where the environment does not (a Slurm
 // array's must agree with it). Two of these environments at once (mpirun
-// inside an array task) is an error: every process would run one shard.
+// inside an array task) is an error: every process would run the same shard.
 
 #ifndef LOCKSTEP_CLI_SHARD_H_
 #define LOCKSTEP_CLI_SHARD_H_
