@@ -217,20 +217,18 @@ extern "C" void RequestStop(int signal) {
   stop_requested.store(true);
 }
 
-// Installs RequestStop for SIGTERM and SIGINT while alive, once each (a
-// second signal acts as if lockstep had not caught the first), and puts the
-// previous handlers back after.
+// Installs RequestStop for SIGTERM and SIGINT while alive, and puts the
+// previous handlers back after. Every SIGTERM stops (a job script may pass on
+// the one its scheduler also sends lockstep); a second SIGINT acts as if
+// lockstep had not caught the first (Ctrl-C twice ends the process). A
+// signal ignored at start (SIGINT of a job started with &) stays ignored.
 class StopOnSignals {
  public:
   StopOnSignals() {
     stop_requested.store(false);
     stop_signal.store(0);
-    struct sigaction action = {};
-    action.sa_handler = RequestStop;
-    sigemptyset(&action.sa_mask);
-    action.sa_flags = static_cast<int>(SA_RESETHAND);
-    sigaction(SIGTERM, &action, &previous_term_);
-    sigaction(SIGINT, &action, &previous_int_);
+    Install(SIGTERM, 0, &previous_term_);
+    Install(SIGINT, static_cast<int>(SA_RESETHAND), &previous_int_);
   }
   ~StopOnSignals() {
     sigaction(SIGTERM, &previous_term_, nullptr);
@@ -240,6 +238,16 @@ class StopOnSignals {
   StopOnSignals& operator=(const StopOnSignals&) = delete;
 
  private:
+  static void Install(int signal, int flags, struct sigaction* previous) {
+    sigaction(signal, nullptr, previous);
+    if (previous->sa_handler == SIG_IGN) return;
+    struct sigaction action = {};
+    action.sa_handler = RequestStop;
+    sigemptyset(&action.sa_mask);
+    action.sa_flags = flags | SA_RESTART;
+    sigaction(signal, &action, nullptr);
+  }
+
   struct sigaction previous_term_ = {};
   struct sigaction previous_int_ = {};
 };
@@ -542,16 +550,19 @@ int RunMerge(std::span<const std::string> args, std::ostream& out, std::ostream&
       return !seen.insert(ec ? f : canonical.string()).second;
     });
   }
-  if (bundles.empty()) {
+  // Where the outputs go, checked before anything is printed: a --bundles
+  // folder is created. The default, the first input's folder, is written only
+  // when there are failures (a clean merge of a read-only folder succeeds).
+  if (!bundles.empty()) {
+    if (absl::Status s = PrepareOutputDir("--bundles", bundles); !s.ok()) {
+      err << "lockstep merge: " << s.message() << "\n";
+      return kExitUsage;
+    }
+  } else {
     std::error_code ec;
     std::filesystem::path dir(inputs.front());
     if (!std::filesystem::is_directory(dir, ec)) dir = dir.parent_path();
     bundles = dir.empty() ? std::filesystem::path(".") : dir;
-  }
-  // Where the outputs go, checked before anything is printed.
-  if (absl::Status s = PrepareOutputDir("--bundles", bundles); !s.ok()) {
-    err << "lockstep merge: " << s.message() << "\n";
-    return kExitUsage;
   }
   if (!markdown.empty()) {
     if (absl::Status s = CheckOutputPath("--markdown", markdown); !s.ok()) {

@@ -1,12 +1,16 @@
 #include "cli/output_file.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <ext/stdio_filebuf.h>
 #include <filesystem>
 #include <fstream>
+#include <ostream>
 
 #include "absl/strings/str_format.h"
 
@@ -16,13 +20,11 @@ namespace {
 namespace fs = std::filesystem;
 
 // Writes `write`'s output to `path` (truncating it); the first failure's
-// reason names `shown` (the path the user gave). `*opened`: whether the
-// file could be created.
+// reason names `shown` (the path the user gave).
 absl::Status WriteTo(const std::string& path, const std::string& shown,
-                     const std::function<void(std::ostream&)>& write, bool* opened = nullptr) {
+                     const std::function<void(std::ostream&)>& write) {
   errno = 0;
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (opened != nullptr) *opened = static_cast<bool>(out);
   if (!out) {
     return absl::InvalidArgumentError(absl::StrFormat(
         "cannot write %s (%s)", shown, errno != 0 ? std::strerror(errno) : "cannot create it"));
@@ -52,38 +54,68 @@ absl::Status WriteOutputFile(const std::string& path,
     return absl::InvalidArgumentError(
         absl::StrFormat("cannot write %s: it is a directory; give a file name", path));
   }
-  // A device or a pipe (nothing to replace), or a symbolic link (whose
-  // target the user means): written in place.
+  // Written in place: a device or a pipe (nothing to replace), a symbolic
+  // link (whose target the user means), a file with other names (hard
+  // links) or another owner, which a new file would not keep.
+  struct stat existing = {};
+  const bool exists = stat(path.c_str(), &existing) == 0;
   if ((fs::exists(status) && !fs::is_regular_file(status)) ||
-      fs::is_symlink(fs::symlink_status(path, ec))) {
+      fs::is_symlink(fs::symlink_status(path, ec)) ||
+      (exists && (existing.st_nlink > 1 || existing.st_uid != geteuid()))) {
     return WriteTo(path, path, write);
   }
-  // Beside the file, so the rename stays on one file system; hidden, and
-  // named for this process, so that shards writing into one folder at once
-  // do not share one.
+  // Beside the file, so the rename stays on one file system; hidden, named
+  // at random and created exclusively (never through a link planted at its
+  // name); with the mode the file has, or a new file gets.
   const fs::path target(path);
-  const std::string temporary =
-      (target.parent_path() / absl::StrFormat(".%s.%d.tmp", target.filename().string(), getpid()))
-          .string();
-  bool opened = false;
-  absl::Status written;
-  try {
-    written = WriteTo(temporary, path, write, &opened);
-  } catch (...) {
-    std::remove(temporary.c_str());
-    throw;
+  std::string name =
+      (target.parent_path() / ("." + target.filename().string() + ".XXXXXX")).string();
+  const int fd = mkstemp(name.data());
+  // No file can be created beside it (a folder this process may not add to,
+  // though it may write the file): in place, as before.
+  if (fd < 0) return WriteTo(path, path, write);
+  const std::string temporary = name;
+  mode_t mode = 0;
+  if (exists) {
+    mode = existing.st_mode & 07777;
+  } else {
+    const mode_t mask = umask(0);
+    umask(mask);
+    mode = 0666 & ~mask;
   }
-  if (absl::Status s = written; !s.ok()) {
-    std::remove(temporary.c_str());
-    // No temporary file here (a folder this process may not create files
-    // in, though it may write the file itself): in place, as before.
-    return opened ? s : WriteTo(path, path, write);
+  fchmod(fd, mode);
+  int error = 0;
+  {
+    __gnu_cxx::stdio_filebuf<char> buffer(fd, std::ios::out | std::ios::binary);
+    std::ostream out(&buffer);
+    errno = 0;
+    try {
+      write(out);
+    } catch (...) {
+      std::remove(temporary.c_str());
+      throw;
+    }
+    error = out ? 0 : errno;
+    out.flush();
+    if (error == 0 && !out) error = errno != 0 ? errno : EIO;
+    // On disk before it takes the name: a crash leaves the old file or the new.
+    if (error == 0 && fsync(fd) != 0) error = errno;
+    if (buffer.close() == nullptr && error == 0) error = errno != 0 ? errno : EIO;
   }
-  if (std::rename(temporary.c_str(), path.c_str()) != 0) {
-    const int error = errno;
+  if (error != 0) {
     std::remove(temporary.c_str());
     return absl::InvalidArgumentError(
         absl::StrFormat("cannot write %s (%s)", path, std::strerror(error)));
+  }
+  if (std::rename(temporary.c_str(), path.c_str()) != 0) {
+    const int rename_error = errno;
+    std::remove(temporary.c_str());
+    // A file bind-mounted into a container cannot be replaced: in place.
+    if (rename_error == EBUSY || rename_error == EXDEV || rename_error == EPERM) {
+      return WriteTo(path, path, write);
+    }
+    return absl::InvalidArgumentError(
+        absl::StrFormat("cannot write %s (%s)", path, std::strerror(rename_error)));
   }
   return absl::OkStatus();
 }
@@ -98,7 +130,15 @@ absl::Status CheckOutputPath(const std::string& flag, const std::string& path) {
     return absl::InvalidArgumentError(
         absl::StrFormat("%s %s: it is a directory; give a file name", flag, path));
   }
-  if (fs::exists(path, ec) && !fs::is_regular_file(path, ec)) return absl::OkStatus();
+  if (fs::exists(path, ec) || fs::is_symlink(fs::symlink_status(path, ec))) {
+    // A file there (or a link to one, or a device): written in place if its
+    // folder takes no new file.
+    if (access(path.c_str(), W_OK) != 0) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("%s %s: cannot write it (%s)", flag, path, std::strerror(errno)));
+    }
+    return absl::OkStatus();
+  }
   const fs::path parent = fs::path(path).parent_path();
   const std::string folder = parent.empty() ? "." : parent.string();
   if (!fs::is_directory(folder, ec)) {

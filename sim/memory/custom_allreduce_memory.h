@@ -62,6 +62,7 @@ class SimCustomAllReduce : public Waitable {
   std::string DescribeWait(int rank, int64_t detail) const override;
   std::vector<int> WaitsOn(int rank, int64_t detail) const override;
   bool WaitsOnLostWrite(int rank, int64_t detail) const override;
+  bool IsKernelWait() const override { return true; }
 
  private:
   friend class CustomMem;

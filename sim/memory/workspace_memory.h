@@ -58,6 +58,7 @@ class SimWorkspace : public Waitable {
   std::string DescribeWait(int rank, int64_t detail) const override;
   std::vector<int> WaitsOn(int rank, int64_t detail) const override;
   bool WaitsOnLostWrite(int rank, int64_t detail) const override;
+  bool IsKernelWait() const override { return true; }
   bool WaitIsBounded(int rank, int64_t detail) const override;
 
   // Lands `v` (written by global rank `writer`) in member `peer`'s `buffer` at

@@ -37,8 +37,8 @@ class Waitable {
   virtual bool WaitIsBounded(int /*rank*/, int64_t /*detail*/) const { return true; }
   // Whether the wait is a kernel's poll, which its own bounded wait ends
   // (timeouts.kernel_wait_ms), rather than a host-side wait in NCCL, which the
-  // watchdog ends (timeouts.watchdog_ms).
-  virtual bool IsKernelWait() const { return true; }
+  // watchdog ends (timeouts.watchdog_ms). Every waitable says which.
+  virtual bool IsKernelWait() const = 0;
 };
 
 struct BlockReason {

@@ -78,6 +78,21 @@ TEST(OutputFileTest, WritesThroughASymbolicLink) {
   EXPECT_EQ(ReadFile(dir + "/target.json"), "new\n");
 }
 
+TEST(OutputFileTest, KeepsTheModeAndOtherNamesOfAFile) {
+  const std::string dir = FreshDir("mode");
+  const std::string path = dir + "/private.json";
+  ASSERT_TRUE(WriteOutputFile(path, "old\n").ok());
+  fs::permissions(path, fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read);
+  ASSERT_TRUE(WriteOutputFile(path, "new\n").ok());
+  EXPECT_EQ(fs::status(path).permissions(),
+            fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read);
+  // A second name (a hard link) sees the new contents: written in place.
+  fs::create_hard_link(path, dir + "/other-name.json");
+  ASSERT_TRUE(WriteOutputFile(path, "newer\n").ok());
+  EXPECT_EQ(ReadFile(dir + "/other-name.json"), "newer\n");
+  ExpectOnly(dir, {"private.json", "other-name.json"});
+}
+
 TEST(OutputFileTest, WritesADeviceInPlace) {
   EXPECT_TRUE(WriteOutputFile("/dev/null", "x").ok());
   const absl::Status full = WriteOutputFile("/dev/full", std::string(1 << 16, 'x'));

@@ -327,7 +327,7 @@ TEST(ShardTest, UnreadableEntriesFailTheMergeAsTheyFailTheExploration) {
 TEST(ShardTest, OutputsAreCheckedBeforeTheRuns) {
   const std::string dir = FreshDir("outputs");
   WriteFile(dir + "/a-file", "x");
-  Result r = RunLockstep({"explore", Scenarios(), "--catalogue", Topologies(), "--for", "10m",
+  Result r = RunLockstep({"explore", Scenarios(), "--catalogue", Topologies(), "--for", "5s",
                           "--root-seed", "5", "--shard", "0/2", "--out", dir + "/a-file/x"});
   EXPECT_EQ(r.code, kExitUsage);
   EXPECT_THAT(r.err, HasSubstr("--out " + dir + "/a-file/x: cannot create the directory"));
@@ -396,12 +396,15 @@ TEST(ShardTest, ShardsOfOneDirectoryReadFromTwoPathsNameThePath) {
 // if the time were up and writes what finished.
 TEST(ShardTest, ATimedExplorationStoppedBySigtermKeepsWhatFinished) {
   const std::string dir = FreshDir("sigterm");
-  std::thread sender([] {
+  struct sigaction before = {};
+  sigaction(SIGTERM, nullptr, &before);
+  ASSERT_NE(before.sa_handler, SIG_IGN) << "this test needs SIGTERM not ignored";
+  std::thread sender([&before] {
     // Once explore has taken SIGTERM (and some runs have finished).
     for (int i = 0; i < 6000; ++i) {
       struct sigaction current = {};
       sigaction(SIGTERM, nullptr, &current);
-      if (current.sa_handler != SIG_DFL) {
+      if (current.sa_handler != before.sa_handler) {
         std::this_thread::sleep_for(std::chrono::milliseconds(300));
         kill(getpid(), SIGTERM);
         return;
@@ -416,10 +419,10 @@ TEST(ShardTest, ATimedExplorationStoppedBySigtermKeepsWhatFinished) {
   EXPECT_THAT(r.err, HasSubstr("lockstep explore: stopped by SIGTERM after "));
   EXPECT_THAT(r.err, HasSubstr("wrote " + dir + "/shard-0000-of-0001.jsonl"));
   EXPECT_NE(RunLockstep({"merge", dir}).code, kExitUsage);
-  // The handler is gone again.
+  // The handler it found is back.
   struct sigaction after = {};
   sigaction(SIGTERM, nullptr, &after);
-  EXPECT_EQ(after.sa_handler, SIG_DFL);
+  EXPECT_EQ(after.sa_handler, before.sa_handler);
 }
 
 TEST(ShardTest, BadFlagsExitTwoNamingTheFlag) {

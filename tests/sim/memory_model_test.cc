@@ -177,6 +177,7 @@ class Gate : public Waitable {
     return "rank " + std::to_string(rank) + " waits at the gate";
   }
   std::vector<int> WaitsOn(int, int64_t) const override { return {0}; }
+  bool IsKernelWait() const override { return false; }
 };
 
 TEST(SchedulerTest, BlockedRanksRunAgainOnlyWhenWoken) {

@@ -19,8 +19,17 @@ EXPLORE_ARGS=${EXPLORE_ARGS:---seeds 1000 --swarm --schedule pct:3}
 OUT=${OUT:-results/explore-mpi}
 
 # shellcheck disable=SC2086  # EXPLORE_ARGS is a list of flags
-"$LOCKSTEP" explore "$SCENARIOS" $EXPLORE_ARGS --jobs "${JOBS:-1}" --out "$OUT"
+"$LOCKSTEP" explore "$SCENARIOS" $EXPLORE_ARGS --jobs "${JOBS:-1}" --out "$OUT" &
+pid=$!
+# mpirun passes SIGTERM to this script: pass it on, and wait for lockstep to
+# write what finished (a --for exploration stops early).
+trap 'kill -TERM "$pid" 2>/dev/null' TERM INT
+wait "$pid"
 status=$?
+while kill -0 "$pid" 2>/dev/null; do
+  wait "$pid"
+  status=$?
+done
 if [ "$status" -eq 1 ]; then
   exit 0
 fi
