@@ -476,7 +476,8 @@ int RunExplore(std::span<const std::string> args, std::ostream& out, std::ostrea
             file,
             [&](std::ostream& o) {
               faults::WriteResultFile(o, *scenarios, options, *result, {path, unreadable});
-            });
+            },
+            /*sync=*/true);
         !s.ok()) {
       err << "lockstep explore: " << s.message() << "\n";
       return kExitUsage;

@@ -47,7 +47,7 @@ absl::Status WriteTo(const std::string& path, const std::string& shown,
 }  // namespace
 
 absl::Status WriteOutputFile(const std::string& path,
-                             const std::function<void(std::ostream&)>& write) {
+                             const std::function<void(std::ostream&)>& write, bool sync) {
   std::error_code ec;
   const fs::file_status status = fs::status(path, ec);
   if (fs::is_directory(status)) {
@@ -99,7 +99,7 @@ absl::Status WriteOutputFile(const std::string& path,
     out.flush();
     if (error == 0 && !out) error = errno != 0 ? errno : EIO;
     // On disk before it takes the name: a crash leaves the old file or the new.
-    if (error == 0 && fsync(fd) != 0) error = errno;
+    if (error == 0 && sync && fsync(fd) != 0) error = errno;
     if (buffer.close() == nullptr && error == 0) error = errno != 0 ? errno : EIO;
   }
   if (error != 0) {

@@ -19,9 +19,12 @@
 namespace lockstep::cli {
 
 // Creates (or replaces) `path` and lets `write` fill it. A path that exists
-// and is not a regular file (/dev/stdout, a pipe) is written in place.
+// and is not a regular file (/dev/stdout, a pipe) is written in place. With
+// `sync`, the file is on disk before it takes the name (fsync): a machine
+// that crashes leaves the old file or the new one (a shard's results; not
+// for every decision-log file, whose thousands of syncs would cost seconds).
 absl::Status WriteOutputFile(const std::string& path,
-                             const std::function<void(std::ostream&)>& write);
+                             const std::function<void(std::ostream&)>& write, bool sync = false);
 absl::Status WriteOutputFile(const std::string& path, std::string_view text);
 
 // Whether `path` could be written, checked before a long run rather than
