@@ -19,6 +19,18 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// Lets `write` fill `out` and flushes it; the first failure's errno (-1
+// where none was set), 0 when all went well. A full disk shows while
+// writing, not on close.
+int WriteAndFlush(std::ostream& out, const std::function<void(std::ostream&)>& write) {
+  errno = 0;
+  write(out);
+  int error = out ? 0 : errno;
+  out.flush();
+  if (error == 0 && !out) error = errno;
+  return error == 0 && !out ? -1 : error;
+}
+
 // Writes `write`'s output to `path` (truncating it); the first failure's
 // reason names `shown` (the path the user gave).
 absl::Status WriteTo(const std::string& path, const std::string& shown,
@@ -29,17 +41,12 @@ absl::Status WriteTo(const std::string& path, const std::string& shown,
     return absl::InvalidArgumentError(absl::StrFormat(
         "cannot write %s (%s)", shown, errno != 0 ? std::strerror(errno) : "cannot create it"));
   }
-  // The first failure's errno: a full disk shows while writing, not on close.
-  errno = 0;
-  write(out);
-  int error = out ? 0 : errno;
-  out.flush();
-  if (error == 0 && !out) error = errno;
+  int error = WriteAndFlush(out, write);
   if (out) out.close();
-  if (error == 0 && !out) error = errno;
-  if (!out) {
+  if (error == 0 && !out) error = errno != 0 ? errno : -1;
+  if (error != 0) {
     return absl::InvalidArgumentError(absl::StrFormat(
-        "cannot write %s (%s)", shown, error != 0 ? std::strerror(error) : "write failed"));
+        "cannot write %s (%s)", shown, error > 0 ? std::strerror(error) : "write failed"));
   }
   return absl::OkStatus();
 }
@@ -88,24 +95,20 @@ absl::Status WriteOutputFile(const std::string& path,
   {
     __gnu_cxx::stdio_filebuf<char> buffer(fd, std::ios::out | std::ios::binary);
     std::ostream out(&buffer);
-    errno = 0;
     try {
-      write(out);
+      error = WriteAndFlush(out, write);
     } catch (...) {
       std::remove(temporary.c_str());
       throw;
     }
-    error = out ? 0 : errno;
-    out.flush();
-    if (error == 0 && !out) error = errno != 0 ? errno : EIO;
     // On disk before it takes the name: a crash leaves the old file or the new.
     if (error == 0 && sync && fsync(fd) != 0) error = errno;
-    if (buffer.close() == nullptr && error == 0) error = errno != 0 ? errno : EIO;
+    if (buffer.close() == nullptr && error == 0) error = errno != 0 ? errno : -1;
   }
   if (error != 0) {
     std::remove(temporary.c_str());
-    return absl::InvalidArgumentError(
-        absl::StrFormat("cannot write %s (%s)", path, std::strerror(error)));
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "cannot write %s (%s)", path, error > 0 ? std::strerror(error) : "write failed"));
   }
   if (std::rename(temporary.c_str(), path.c_str()) != 0) {
     const int rename_error = errno;

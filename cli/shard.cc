@@ -37,6 +37,23 @@ absl::StatusOr<uint64_t> EnvCount(const EnvLookup& env, const char* name) {
   return *v;
 }
 
+// MPI launchers, which give each process its rank and the number of them:
+// Open MPI's mpirun; MPICH's and Intel MPI's mpiexec, and srun --mpi=pmi2.
+struct MpiLauncher {
+  const char* rank;
+  const char* size;
+};
+constexpr MpiLauncher kMpiLaunchers[] = {{"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"},
+                                         {"PMI_RANK", "PMI_SIZE"}};
+
+// The first launcher whose rank variable is set, or null.
+const MpiLauncher* MpiLauncherIn(const EnvLookup& env) {
+  for (const MpiLauncher& mpi : kMpiLaunchers) {
+    if (env(mpi.rank)) return &mpi;
+  }
+  return nullptr;
+}
+
 absl::Status CheckShard(const ShardSpec& s) {
   if (s.count == 0 || s.count > kMaxShards) {
     return absl::InvalidArgumentError(absl::StrFormat(
@@ -92,8 +109,9 @@ absl::StatusOr<ShardSpec> ResolveShard(std::string_view shard_flag, bool shard_s
   std::vector<std::string> sources;
   if (env("SLURM_ARRAY_TASK_ID")) sources.push_back("SLURM_ARRAY_TASK_ID");
   if (env("JOB_COMPLETION_INDEX")) sources.push_back("JOB_COMPLETION_INDEX");
-  if (env("OMPI_COMM_WORLD_RANK")) sources.push_back("OMPI_COMM_WORLD_RANK");
-  if (env("PMI_RANK")) sources.push_back("PMI_RANK");
+  for (const MpiLauncher& mpi : kMpiLaunchers) {
+    if (env(mpi.rank)) sources.push_back(mpi.rank);
+  }
   if (sources.size() > 1) {
     std::vector<std::string> values;
     for (const std::string& name : sources) {
@@ -176,33 +194,19 @@ absl::StatusOr<ShardSpec> ResolveShard(std::string_view shard_flag, bool shard_s
     }
     s.source = absl::StrFormat("JOB_COMPLETION_INDEX=%d, %s=%d", s.index,
                                count_set ? "--shard-count" : "LOCKSTEP_SHARD_COUNT", s.count);
-  } else if (env("OMPI_COMM_WORLD_RANK")) {
-    absl::StatusOr<uint64_t> rank = EnvCount(env, "OMPI_COMM_WORLD_RANK");
+  } else if (const MpiLauncher* mpi = MpiLauncherIn(env)) {
+    absl::StatusOr<uint64_t> rank = EnvCount(env, mpi->rank);
     if (!rank.ok()) return rank.status();
     s.index = *rank;
     if (count_set) {
       s.count = count_flag;
     } else {
-      absl::StatusOr<uint64_t> size = EnvCount(env, "OMPI_COMM_WORLD_SIZE");
+      absl::StatusOr<uint64_t> size = EnvCount(env, mpi->size);
       if (!size.ok()) return size.status();
       s.count = *size;
     }
-    s.source = absl::StrFormat("OMPI_COMM_WORLD_RANK=%d, %s=%d", s.index,
-                               count_set ? "--shard-count" : "OMPI_COMM_WORLD_SIZE", s.count);
-  } else if (env("PMI_RANK")) {
-    // MPICH's and Intel MPI's launchers (mpiexec), and srun --mpi=pmi2.
-    absl::StatusOr<uint64_t> rank = EnvCount(env, "PMI_RANK");
-    if (!rank.ok()) return rank.status();
-    s.index = *rank;
-    if (count_set) {
-      s.count = count_flag;
-    } else {
-      absl::StatusOr<uint64_t> size = EnvCount(env, "PMI_SIZE");
-      if (!size.ok()) return size.status();
-      s.count = *size;
-    }
-    s.source = absl::StrFormat("PMI_RANK=%d, %s=%d", s.index,
-                               count_set ? "--shard-count" : "PMI_SIZE", s.count);
+    s.source = absl::StrFormat("%s=%d, %s=%d", mpi->rank, s.index,
+                               count_set ? "--shard-count" : mpi->size, s.count);
   } else if (count_set) {
     return absl::InvalidArgumentError(
         "--shard-count needs a shard index: give --shard I/N instead, or run under a Slurm "
