@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "absl/strings/str_format.h"
+#include "cli/build_info.h"
 #include "cli/terminal_stream.h"
 #include "sim/scenario/did_you_mean.h"
 
@@ -48,7 +49,7 @@ void PrintHelp(std::ostream& out) {
          "commands:\n";
   for (const Command& c : Commands()) out << absl::StrFormat("  %-10s %s\n", c.name, c.summary);
   out << "\nexit codes: 0 outcome as expected, 1 otherwise, 2 bad input or usage, 3 internal "
-         "error\n";
+         "error\nlockstep --version names this build\n";
 }
 
 // `arg` as one shell word.
@@ -74,8 +75,8 @@ int InternalError(std::span<const std::string> argv, std::ostream& err, std::str
            "run, or a machine with more memory, avoids it\n";
   }
   err << "  this is a bug in lockstep, not in the input: please report it with the command that "
-         "reproduces it:\n  "
-      << command << "\n";
+         "reproduces it and this build, lockstep "
+      << ThisBuild() << ":\n  " << command << "\n";
   return kExitInternal;
 }
 
@@ -112,6 +113,10 @@ int Dispatch(std::span<const std::string> argv, std::ostream& out, std::ostream&
   const std::string& verb = argv[1];
   if (verb == "--help" || verb == "-h" || verb == "help") {
     PrintHelp(out);
+    return kExitOk;
+  }
+  if (verb == "--version" || verb == "version") {
+    out << "lockstep " << ThisBuild() << "\n";
     return kExitOk;
   }
   for (const Command& c : Commands()) {

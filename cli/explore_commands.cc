@@ -20,6 +20,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "cli/budget.h"
+#include "cli/build_info.h"
 #include "cli/commands.h"
 #include "cli/flags.h"
 #include "cli/output_file.h"
@@ -52,6 +53,9 @@ struct LoadedReport {
   SimOptions options;
   std::string verdict;
   std::string trace_hash;
+  // The lockstep that wrote it (empty: not recorded, a report of a lockstep
+  // before 2026-12-05 or one written by hand).
+  std::string build;
   // A replay bundle of lockstep explore / merge: its failure's signature and
   // how many runs of the exploration had it.
   bool bundle = false;
@@ -116,6 +120,15 @@ absl::StatusOr<LoadedReport> LoadReport(const std::string& path) {
     }
     r.options.schedule = j["schedule"].get<std::string>();
   }
+  if (j.contains("lockstep") && j["lockstep"].is_object() && j["lockstep"].contains("build")) {
+    const nlohmann::json& build = j["lockstep"]["build"];
+    if (!build.is_string() || build.get_ref<const std::string&>().size() > faults::kMaxBuildBytes) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "%s: lockstep.build is not a build of lockstep (a string of at most %d bytes)", path,
+          faults::kMaxBuildBytes));
+    }
+    r.build = build.get<std::string>();
+  }
   if (j.contains("lockstep") && j["lockstep"].is_object() &&
       j["lockstep"].contains("replay_bundle")) {
     if (!j.contains("signature") || !j["signature"].is_string() || !j.contains("runs") ||
@@ -165,14 +178,14 @@ namespace {
 
 // Writes the replay bundle of every failure group into `dir`, naming each on
 // `err`.
-absl::Status WriteBundles(const std::string& dir, const std::string& verb,
+absl::Status WriteBundles(const std::string& dir, const std::string& verb, std::string_view build,
                           const std::vector<Scenario>& scenarios,
                           const faults::ExploreOptions& options,
                           const faults::ExploreResult& result, std::ostream& err) {
   for (size_t g = 0; g < result.failures.size(); ++g) {
     const faults::FailureGroup& group = result.failures[g];
     absl::StatusOr<nlohmann::json> bundle =
-        faults::MakeReplayBundle(scenarios[group.scenario], options, group);
+        faults::MakeReplayBundle(build, scenarios[group.scenario], options, group);
     if (!bundle.ok()) return bundle.status();
     const std::string path = (std::filesystem::path(dir) /
                               faults::BundleFileName(g + 1, scenarios[group.scenario], group))
@@ -475,7 +488,8 @@ int RunExplore(std::span<const std::string> args, std::ostream& out, std::ostrea
     if (absl::Status s = WriteOutputFile(
             file,
             [&](std::ostream& o) {
-              faults::WriteResultFile(o, *scenarios, options, *result, {path, unreadable});
+              faults::WriteResultFile(o, *scenarios, options, *result, ThisBuild(),
+                                      {path, unreadable});
             },
             /*sync=*/true);
         !s.ok()) {
@@ -485,7 +499,8 @@ int RunExplore(std::span<const std::string> args, std::ostream& out, std::ostrea
     err << "lockstep explore: wrote " << file << "\n";
     // A shard's groups are partial: lockstep merge writes the bundles of all.
     if (options.shard_count == 1) {
-      if (absl::Status s = WriteBundles(out_dir, "explore", *scenarios, options, *result, err);
+      if (absl::Status s =
+              WriteBundles(out_dir, "explore", ThisBuild(), *scenarios, options, *result, err);
           !s.ok()) {
         err << "lockstep explore: " << s.message() << "\n";
         return kExitUsage;
@@ -595,8 +610,8 @@ int RunMerge(std::span<const std::string> args, std::ostream& out, std::ostream&
       return kExitUsage;
     }
   }
-  if (absl::Status s =
-          WriteBundles(bundles, "merge", merged->scenarios, merged->options, merged->result, err);
+  if (absl::Status s = WriteBundles(bundles, "merge", merged->build, merged->scenarios,
+                                    merged->options, merged->result, err);
       !s.ok()) {
     err << "lockstep merge: " << s.message() << "\n";
     return kExitUsage;
@@ -657,11 +672,26 @@ int RunReplay(std::span<const std::string> args, std::ostream& out, std::ostream
                          report->verdict, report->trace_hash, verdict, hash,
                          same ? "reproduced" : "DIFFERENT: the run did not reproduce");
   if (!same) {
+    std::string why;
+    if (report->build.empty()) {
+      why =
+          "this lockstep does not run the recorded run the same way (another build, or an edited "
+          "file)";
+    } else if (report->build != ThisBuild()) {
+      why = absl::StrFormat(
+          "it was recorded by lockstep %s and this is lockstep %s, whose simulation may differ; "
+          "replay it with the build that recorded it",
+          report->build, ThisBuild());
+    } else {
+      why = absl::StrFormat(
+          "this build of lockstep (%s) recorded it, so unless the file was edited, a run did not "
+          "repeat itself: a bug in lockstep, please report it with the file",
+          ThisBuild());
+    }
     err << absl::StrFormat(
-        "lockstep replay: %s expects %s with trace hash %s, the replay gave %s with %s: this "
-        "lockstep does not run the recorded failure the same way (another version, or an edited "
-        "file)\n",
-        path, report->verdict, report->trace_hash, verdict, hash);
+        "lockstep replay: %s expects %s with trace hash %s, the replay gave %s "
+        "with %s: %s\n",
+        path, report->verdict, report->trace_hash, verdict, hash, why);
   }
   return same ? kExitOk : kExitUnexpected;
 }

@@ -2,6 +2,7 @@
 // its plan (--dry-run), or both runs compared (--compare).
 
 #include "absl/strings/str_format.h"
+#include "cli/build_info.h"
 #include "cli/commands.h"
 #include "cli/decision_log_files.h"
 #include "cli/flags.h"
@@ -108,6 +109,7 @@ int RunHw(std::span<const std::string> args, std::ostream& out, std::ostream& er
     const nlohmann::json report = [&] {
       nlohmann::json r = MakeReport(*scenario, sim_options, run->result);
       r["lockstep"]["tool"] = "lockstep hw";
+      r["lockstep"]["build"] = ThisBuild();
       r["hardware_run"] = {{"ranks", run->world}, {"workspace_sharing", run->sharing}};
       return r;
     }();

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_format.h"
 #include "cli/budget.h"
+#include "cli/build_info.h"
 #include "cli/commands.h"
 #include "cli/decision_log_files.h"
 #include "cli/flags.h"
@@ -118,7 +119,8 @@ int RunSim(std::span<const std::string> args, std::ostream& out, std::ostream& e
     err << "lockstep sim: " << result.status().message() << "\n";
     return kExitUsage;
   }
-  const nlohmann::json report = MakeReport(*scenario, options, *result);
+  nlohmann::json report = MakeReport(*scenario, options, *result);
+  report["lockstep"]["build"] = ThisBuild();
   if (!report_path.empty() &&
       !WriteFile(
           report_path, [&](std::ostream& f) { f << report.dump(2) << "\n"; }, err)) {
@@ -156,7 +158,9 @@ int RunSim(std::span<const std::string> args, std::ostream& out, std::ostream& e
       return kExitUsage;
     }
     if (json) {
-      nlohmann::json both = {{"runs", {report, MakeReport(*scenario, other, *theirs)}},
+      nlohmann::json their_report = MakeReport(*scenario, other, *theirs);
+      their_report["lockstep"]["build"] = ThisBuild();
+      nlohmann::json both = {{"runs", {report, their_report}},
                              {"difference", FirstDecisionDifference(*result, *theirs)}};
       out << both.dump(2) << "\n";
     } else {

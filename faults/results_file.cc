@@ -380,9 +380,10 @@ nlohmann::json ExplorationJson(const std::vector<Scenario>& scenarios,
 
 void WriteResultFile(std::ostream& out, const std::vector<Scenario>& scenarios,
                      const ExploreOptions& options, const ExploreResult& result,
-                     const Unreadable& unreadable) {
+                     std::string_view build, const Unreadable& unreadable) {
   const nlohmann::json header = {
       {"lockstep_explore_results", kResultsFormat},
+      {"build", build},
       {"shard", {{"index", options.shard_index}, {"count", options.shard_count}}},
       {"exploration", ExplorationJson(scenarios, options, unreadable)}};
   out << header.dump() << "\n";
@@ -446,8 +447,7 @@ absl::StatusOr<ShardFile> ReadResultFile(const std::string& path) {
     if (!j.is_object()) {
       // Cut off by the end of the file: a run line, or a header that began
       // as one does (keys are written sorted).
-      if (!reader.newline() &&
-          (line > 1 || std::string_view(text).starts_with("{\"exploration\""))) {
+      if (!reader.newline() && (line > 1 || std::string_view(text).starts_with("{\"build\""))) {
         return LineError(path, line,
                          "truncated: the file ends inside this line (the shard was stopped while "
                          "writing it; run the shard again)");
@@ -473,6 +473,13 @@ absl::StatusOr<ShardFile> ReadResultFile(const std::string& path) {
           !j["shard"]["count"].is_number_unsigned()) {
         return LineError(path, line, "the header needs shard.index and shard.count (integers)");
       }
+      if (!j.contains("build") || !j["build"].is_string() ||
+          j["build"].get_ref<const std::string&>().size() > kMaxBuildBytes) {
+        return LineError(path, line,
+                         absl::StrFormat("the header needs build (a string of at most %d bytes)",
+                                         kMaxBuildBytes));
+      }
+      file.build = j["build"].get<std::string>();
       file.shard_index = j["shard"]["index"].get<uint64_t>();
       file.shard_count = j["shard"]["count"].get<uint64_t>();
       if (file.shard_count == 0 || file.shard_index >= file.shard_count) {
@@ -533,6 +540,25 @@ absl::StatusOr<ShardFile> ReadResultFile(const std::string& path) {
 absl::StatusOr<MergedExploration> MergeShards(std::vector<ShardFile> shards) {
   if (shards.empty()) return absl::InvalidArgumentError("no result files to merge");
   const ShardFile& first = shards.front();
+  // Another build may simulate another way (the trace hashes of every
+  // catalogue scenario move when the simulator's model changes).
+  std::map<std::string, std::vector<std::string>> files_of_build;
+  for (const ShardFile& s : shards) files_of_build[s.build].push_back(s.path);
+  if (files_of_build.size() > 1) {
+    std::vector<std::string> builds;
+    for (const auto& [build, files] : files_of_build) {
+      constexpr size_t kNamed = 3;
+      std::vector<std::string> named(
+          files.begin(), files.begin() + static_cast<ptrdiff_t>(std::min(files.size(), kNamed)));
+      builds.push_back(absl::StrFormat(
+          "lockstep %s: %s%s", build, absl::StrJoin(named, ", "),
+          files.size() > kNamed ? absl::StrFormat(" and %d more", files.size() - kNamed) : ""));
+    }
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "the shards were written by different builds of lockstep, whose runs need not agree:\n  "
+        "%s\nrun every shard of an exploration with one build",
+        absl::StrJoin(builds, "\n  ")));
+  }
   for (const ShardFile& s : shards) {
     if (s.shard_count != first.shard_count) {
       return absl::InvalidArgumentError(absl::StrFormat(
@@ -573,6 +599,7 @@ absl::StatusOr<MergedExploration> MergeShards(std::vector<ShardFile> shards) {
         "the shards do not make up the exploration:\n  %s", absl::StrJoin(problems, "\n  ")));
   }
   MergedExploration merged;
+  merged.build = first.build;
   merged.scenarios = first.scenarios;
   merged.options = first.options;
   merged.options.shard_index = 0;
@@ -587,7 +614,7 @@ absl::StatusOr<MergedExploration> MergeShards(std::vector<ShardFile> shards) {
   return merged;
 }
 
-absl::StatusOr<nlohmann::json> MakeReplayBundle(const Scenario& scenario,
+absl::StatusOr<nlohmann::json> MakeReplayBundle(std::string_view build, const Scenario& scenario,
                                                 const ExploreOptions& options,
                                                 const FailureGroup& group) {
   const SeedOutcome& run = group.smallest;
@@ -595,8 +622,10 @@ absl::StatusOr<nlohmann::json> MakeReplayBundle(const Scenario& scenario,
       options.swarm ? WithSwarmFaults(scenario, run.seed) : absl::StatusOr<Scenario>(scenario);
   if (!ran.ok()) return ran.status();
   nlohmann::json b;
-  b["lockstep"] = {
-      {"report_format", kReportFormat}, {"tool", "lockstep explore"}, {"replay_bundle", 1}};
+  b["lockstep"] = {{"report_format", kReportFormat},
+                   {"tool", "lockstep explore"},
+                   {"replay_bundle", 1},
+                   {"build", build}};
   b["scenario"] = {{"name", ran->name}, {"path", ran->path}, {"yaml", ScenarioToYaml(*ran)}};
   b["seed"] = run.seed;
   b["policy"] = run.policy;

@@ -36,7 +36,12 @@ namespace lockstep::faults {
 
 // 2: a --for shard takes whole rounds (ShardOfItem); format 1's --for shards
 // took items k mod N, and merge refuses to mix the two.
-inline constexpr int kResultsFormat = 2;
+// 3: the header names the build of lockstep that wrote the file (`build`),
+// and merge refuses shards of different builds.
+inline constexpr int kResultsFormat = 3;
+// The longest `build` a header may give ("0.1.0 (git 225ea9e1a2b3, modified
+// 0123abcd)" is 40).
+inline constexpr size_t kMaxBuildBytes = 256;
 
 // "shard-0003-of-0007.jsonl".
 std::string ShardFileName(uint64_t shard_index, uint64_t shard_count);
@@ -57,16 +62,18 @@ nlohmann::json ExplorationJson(const std::vector<Scenario>& scenarios,
                                const ExploreOptions& options, const Unreadable& unreadable = {});
 
 // The result file of one shard's run of an exploration (options.shard_index
-// and shard_count name the shard; `result` is what Explore gave it).
+// and shard_count name the shard; `result` is what Explore gave it; `build`
+// names the lockstep that ran it, cli::ThisBuild()).
 void WriteResultFile(std::ostream& out, const std::vector<Scenario>& scenarios,
                      const ExploreOptions& options, const ExploreResult& result,
-                     const Unreadable& unreadable = {});
+                     std::string_view build, const Unreadable& unreadable = {});
 
 // One result file, read back.
 struct ShardFile {
   std::string path;
   uint64_t shard_index = 0;
   uint64_t shard_count = 1;
+  std::string build;                // the lockstep that wrote it
   nlohmann::json exploration;       // the header's, as written
   std::vector<Scenario> scenarios;  // parsed from it, with the paths they had
   ExploreOptions options;           // the exploration's options and this shard
@@ -81,9 +88,12 @@ struct ShardFile {
 absl::StatusOr<ShardFile> ReadResultFile(const std::string& path);
 
 // The shards of one exploration, combined. InvalidArgument when they belong
-// to different explorations (naming two files and what differs), and when
-// shards are missing or duplicated (listing them and what to do).
+// to different explorations (naming two files and what differs), when
+// different builds of lockstep wrote them (their trace hashes need not
+// compare), and when shards are missing or duplicated (listing them and what
+// to do).
 struct MergedExploration {
+  std::string build;  // the lockstep that ran every shard
   std::vector<Scenario> scenarios;
   ExploreOptions options;  // shard 0 of 1: the unsharded exploration
   ExploreResult result;
@@ -95,8 +105,8 @@ absl::StatusOr<MergedExploration> MergeShards(std::vector<ShardFile> shards);
 // lockstep replay and shrink read) of the group's smallest seed — the
 // scenario's YAML with its faults (swarm: the seed's draw) written out, the
 // seed, policy and schedule, the verdict and the expected trace hash — plus
-// the group's signature and size.
-absl::StatusOr<nlohmann::json> MakeReplayBundle(const Scenario& scenario,
+// the group's signature and size, and the build of lockstep that ran it.
+absl::StatusOr<nlohmann::json> MakeReplayBundle(std::string_view build, const Scenario& scenario,
                                                 const ExploreOptions& options,
                                                 const FailureGroup& group);
 // "failure-001-tp4-ep2-qwen3-h200-seed-1.json" for the `number`th group (from 1).

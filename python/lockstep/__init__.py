@@ -22,6 +22,7 @@ from lockstep.errors import (
 from lockstep.recorder import DecisionRecorder
 
 __all__ = [
+    "BUILD",
     "BudgetError",
     "ConfigError",
     "Decision",
@@ -59,6 +60,7 @@ if _ext is not None:
     from typing import Iterable, List, NamedTuple, Optional, Union
 
     from lockstep._lockstep_ext import (
+        BUILD,
         Decision,
         ExploreReport,
         Layout,

@@ -30,6 +30,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "cli/budget.h"
+#include "cli/build_info.h"
 #include "dispatch/decision.h"
 #include "dispatch/group_coordinator.h"
 #include "dispatch/group_layout.h"
@@ -401,6 +402,7 @@ SimReport RunSimulation(const Scenario& scenario, uint64_t seed,
     if (!result.ok()) Raise(ErrorKind::kScenario, result.status());
     r.result = *std::move(result);
     r.report = MakeReport(r.scenario, r.options, r.result);
+    r.report["lockstep"]["build"] = cli::ThisBuild();
   }
   return r;
 }
@@ -988,6 +990,7 @@ NB_MODULE(_lockstep_ext, m) {
     }
   });
 
+  m.attr("BUILD") = std::string(cli::ThisBuild());
   m.def(
       "_set_packaged_catalogue", [](const std::string& dir) { PackagedCatalogue() = dir; },
       "dir"_a);

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 
 import pytest
@@ -25,6 +26,10 @@ def test_simulate_small_scenario_report():
     assert d["verdict"] == "clean" and d["trace_hash"] == r.trace_hash and d["seed"] == 3
     assert json.loads(r.to_json()) == d
     assert r.first_divergent_decision is None and r.wait_for_dot == ""
+    # The report names the build, as lockstep --version does.
+    assert d["lockstep"]["build"] == lockstep.BUILD
+    build = r"\d+\.\d+\.\d+ \((git [0-9a-f]+(, modified( [0-9a-f]+)?)?|no git revision)\)"
+    assert re.fullmatch(build, lockstep.BUILD), lockstep.BUILD
 
 
 def test_simulate_is_deterministic_and_seed_dependent():

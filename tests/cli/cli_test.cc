@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "cli/budget.h"
+#include "cli/build_info.h"
 #include "cli/commands.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -153,6 +154,7 @@ TEST(SimCommandTest, WritesAReplayableReportATraceAndNoDotWithoutAHang) {
   EXPECT_EQ(j["policy"], "reference");
   EXPECT_THAT(j["scenario"]["yaml"].get<std::string>(), HasSubstr("gpus_per_node: 8"));
   EXPECT_EQ(j["trace_hash"].get<std::string>().size(), 18u);
+  EXPECT_EQ(j["lockstep"]["build"], std::string(ThisBuild()));
   const nlohmann::json t = nlohmann::json::parse(ReadAll(trace));
   EXPECT_GT(t["traceEvents"].size(), 100u);
   EXPECT_TRUE(ReadAll(dot).empty());
@@ -231,6 +233,23 @@ TEST(MainTest, HelpListsCommandsAndExitsZero) {
   EXPECT_EQ(r.code, kExitOk);
   EXPECT_THAT(r.out, HasSubstr("layout"));
   EXPECT_THAT(r.out, HasSubstr("3 internal error"));
+  EXPECT_THAT(r.out, HasSubstr("lockstep --version"));
+}
+
+TEST(MainTest, VersionNamesTheBuild) {
+  // The project version, then the revision: a clean checkout's, a modified
+  // one's with the digest of its changes, or none outside a git checkout
+  // (cmake/LockstepBuildStamp.cmake).
+  const std::string build(ThisBuild());
+  EXPECT_THAT(build, ::testing::MatchesRegex(
+                         "[0-9]+\\.[0-9]+\\.[0-9]+ \\((git [0-9a-f]+(, modified( [0-9a-f]+)?)?|no "
+                         "git revision)\\)"));
+  for (const char* flag : {"--version", "version"}) {
+    const Result r = RunLockstep({flag});
+    EXPECT_EQ(r.code, kExitOk);
+    EXPECT_EQ(r.out, "lockstep " + build + "\n");
+    EXPECT_EQ(r.err, "");
+  }
 }
 
 }  // namespace

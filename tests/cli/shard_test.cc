@@ -19,6 +19,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "cli/build_info.h"
 #include "cli/commands.h"
 #include "faults/explore.h"
 #include "faults/results_file.h"
@@ -253,6 +254,54 @@ TEST(ShardTest, AReplayBundleReplaysAnywhereAndAnEditedOneDoesNot) {
   EXPECT_THAT(r.out, HasSubstr("DIFFERENT"));
   EXPECT_THAT(r.err, HasSubstr(moved + " expects"));
   EXPECT_THAT(r.err, HasSubstr("trace hash 0x0123456789abcdef"));
+  // The bundle names the build that ran it; a replay that differs says
+  // whether the build explains it.
+  ASSERT_TRUE(b["lockstep"].contains("build"));
+  EXPECT_EQ(b["lockstep"]["build"], std::string(ThisBuild()));
+  EXPECT_THAT(r.err, HasSubstr(absl::StrCat("this build of lockstep (", std::string(ThisBuild()),
+                                            ") recorded it, so unless the file was edited, a run "
+                                            "did not repeat itself")));
+  edited["lockstep"]["build"] = "0.0.9 (git 0123456789ab)";
+  WriteFile(moved, edited.dump());
+  r = RunLockstep({"replay", moved});
+  EXPECT_EQ(r.code, kExitUnexpected);
+  EXPECT_THAT(r.err,
+              HasSubstr(absl::StrCat("it was recorded by lockstep 0.0.9 (git 0123456789ab) "
+                                     "and this is lockstep ",
+                                     std::string(ThisBuild()), ", whose simulation may differ")));
+  edited["lockstep"].erase("build");
+  WriteFile(moved, edited.dump());
+  r = RunLockstep({"replay", moved});
+  EXPECT_EQ(r.code, kExitUnexpected);
+  EXPECT_THAT(r.err, HasSubstr("(another build, or an edited file)"));
+  edited["lockstep"]["build"] = 7;
+  WriteFile(moved, edited.dump());
+  r = RunLockstep({"replay", moved});
+  EXPECT_EQ(r.code, kExitUsage);
+  EXPECT_THAT(r.err, HasSubstr("lockstep.build is not a build of lockstep"));
+}
+
+TEST(ShardTest, ShardsOfTwoBuildsAreNotMerged) {
+  const std::string dir = FreshDir("builds");
+  RunShards(dir, 4);
+  const std::string first = dir + "/shard-0000-of-0004.jsonl";
+  const std::string text = ReadFile(first);
+  nlohmann::json header = nlohmann::json::parse(text.substr(0, text.find('\n')));
+  EXPECT_EQ(header["build"], std::string(ThisBuild()));
+  const Result clean = RunLockstep({"merge", dir});
+  ASSERT_NE(clean.code, kExitUsage) << clean.err;
+  // Shard 0 as another build wrote it.
+  header["build"] = "0.0.9 (git 0123456789ab)";
+  WriteFile(first, header.dump() + text.substr(text.find('\n')));
+  const Result r = RunLockstep({"merge", dir});
+  EXPECT_EQ(r.code, kExitUsage);
+  EXPECT_THAT(r.err, HasSubstr("the shards were written by different builds of lockstep"));
+  EXPECT_THAT(r.err, HasSubstr("lockstep 0.0.9 (git 0123456789ab): " + first + "\n"));
+  EXPECT_THAT(r.err,
+              HasSubstr(absl::StrCat(
+                  "lockstep ", std::string(ThisBuild()), ": ", dir, "/shard-0001-of-0004.jsonl, ",
+                  dir, "/shard-0002-of-0004.jsonl, ", dir, "/shard-0003-of-0004.jsonl\n")));
+  EXPECT_THAT(r.err, HasSubstr("run every shard of an exploration with one build"));
 }
 
 TEST(ShardTest, ATimedExplorationRecordsItsRootSeedAndMergesToItsOwnSummary) {
@@ -652,13 +701,20 @@ TEST(HostileResultFileTest, GarbageAndTruncationNameFileAndLine) {
   std::swap(swapped[2], swapped[3]);
   std::vector<std::string> after_end = lines;
   after_end.push_back("{}");
+  nlohmann::json header = nlohmann::json::parse(lines[0]);
+  header.erase("build");
+  const std::string without_build = header.dump() + "\n";
+  header["build"] = std::string(257, 'x');
+  const std::string long_build = header.dump() + "\n";
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"", ":1: empty"},
       {"hello\n", ":1: not a lockstep explore result file"},
       {std::string("\x00\xff\xfe garbage", 11), ":1: not a lockstep explore result file"},
       {std::string(100000, '[') + "\n", ":1: not a lockstep explore result file"},
-      {"{\"lockstep_explore_results\": 2}\n", ":1: the header needs shard.index"},
-      {"{\"lockstep_explore_results\": 1}\n", ":1: result file format 1; this lockstep reads 2"},
+      {"{\"lockstep_explore_results\": 3}\n", ":1: the header needs shard.index"},
+      {"{\"lockstep_explore_results\": 2}\n", ":1: result file format 2; this lockstep reads 3"},
+      {without_build, ":1: the header needs build (a string of at most 256 bytes)"},
+      {long_build, ":1: the header needs build (a string of at most 256 bytes)"},
       {join(truncated), ":19: truncated: no end line"},
       {join(truncated).substr(0, join(truncated).size() - 30),
        ":19: truncated: the file ends inside this line"},
