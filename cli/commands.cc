@@ -8,6 +8,7 @@
 #include "absl/strings/str_format.h"
 #include "cli/build_info.h"
 #include "cli/terminal_stream.h"
+#include "sim/report/display_text.h"
 #include "sim/scenario/did_you_mean.h"
 
 namespace lockstep::cli {
@@ -52,23 +53,14 @@ void PrintHelp(std::ostream& out) {
          "error\nlockstep --version names this build\n";
 }
 
-// `arg` as one shell word.
-std::string ShellQuote(const std::string& arg) {
-  if (!arg.empty() && arg.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                                            "0123456789-_./=:,+@%") == std::string::npos) {
-    return arg;
-  }
-  std::string quoted = "'";
-  for (char c : arg) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return quoted + "'";
-}
-
 }  // namespace
 
 int InternalError(std::span<const std::string> argv, std::ostream& err, std::string_view what,
                   bool out_of_memory) {
   std::string command;
-  for (const std::string& a : argv) command += (command.empty() ? "" : " ") + ShellQuote(a);
+  // Each argument as one shell word the terminal shows as it is (control
+  // characters as $'\xNN'), so that the command can be pasted back.
+  for (const std::string& a : argv) command += (command.empty() ? "" : " ") + ShellWord(a);
   err << "lockstep: internal error: " << what << "\n";
   if (out_of_memory) {
     err << "  the process ran out of memory that the run's estimate did not foresee; a smaller "

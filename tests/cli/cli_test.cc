@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "cli/budget.h"
 #include "cli/build_info.h"
 #include "cli/commands.h"
@@ -234,6 +235,16 @@ TEST(MainTest, HelpListsCommandsAndExitsZero) {
   EXPECT_THAT(r.out, HasSubstr("layout"));
   EXPECT_THAT(r.out, HasSubstr("3 internal error"));
   EXPECT_THAT(r.out, HasSubstr("lockstep --version"));
+}
+
+TEST(MainTest, AnInternalErrorGivesACommandThatPastesBack) {
+  std::ostringstream err;
+  const std::vector<std::string> argv = {"lockstep", "sim", "it's here.yaml", "a\x1b[2Jb", ""};
+  EXPECT_EQ(InternalError(argv, err, "what went wrong", false), kExitInternal);
+  EXPECT_THAT(err.str(), HasSubstr("lockstep: internal error: what went wrong\n"));
+  EXPECT_THAT(err.str(),
+              HasSubstr(absl::StrCat("this build, lockstep ", std::string(ThisBuild()))));
+  EXPECT_THAT(err.str(), HasSubstr("\n  lockstep sim 'it'\\''s here.yaml' $'a\\x1b[2Jb' ''\n"));
 }
 
 TEST(MainTest, VersionNamesTheBuild) {
