@@ -50,7 +50,8 @@ void PrintHelp(std::ostream& out) {
          "commands:\n";
   for (const Command& c : Commands()) out << absl::StrFormat("  %-10s %s\n", c.name, c.summary);
   out << "\nexit codes: 0 outcome as expected, 1 otherwise, 2 bad input or usage, 3 internal "
-         "error\nlockstep --version names this build\n";
+         "error, 4 explore --out stopped before it finished (--resume finishes it)\nlockstep "
+         "--version names this build\n";
 }
 
 }  // namespace

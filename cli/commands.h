@@ -17,6 +17,9 @@ inline constexpr int kExitOk = 0;
 inline constexpr int kExitUnexpected = 1;
 inline constexpr int kExitUsage = 2;
 inline constexpr int kExitInternal = 3;
+// explore --out stopped (a signal) before its shard's last run: its result
+// file keeps the runs that finished, and --resume runs the rest.
+inline constexpr int kExitStopped = 4;
 
 struct Command {
   std::string_view name;

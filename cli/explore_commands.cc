@@ -265,6 +265,48 @@ class StopOnSignals {
   struct sigaction previous_int_ = {};
 };
 
+// explore --resume: the runs `file` holds, as options.done, when it is this
+// shard's result file of this exploration by this build. Otherwise (no file
+// yet, another exploration's or build's, a file that does not read) the
+// shard runs from its start and its file is replaced, as without --resume:
+// the scripts in tools/cluster pass --resume to every --seeds shard, and a
+// results directory used again must not fail the next exploration.
+void LoadRunsToResume(const std::string& file, const std::vector<Scenario>& scenarios,
+                      const faults::Unreadable& unreadable, faults::ExploreOptions& options,
+                      std::ostream& err) {
+  const uint64_t runs = faults::ShardSize(faults::ExplorationSize(scenarios.size(), options),
+                                          options.shard_index, options.shard_count);
+  std::error_code ec;
+  if (std::filesystem::symlink_status(file, ec).type() == std::filesystem::file_type::not_found) {
+    err << "lockstep explore: --resume: no " << file << " yet; the shard runs from its start\n";
+    return;
+  }
+  auto start_over = [&](const std::string& why) {
+    err << "lockstep explore: --resume: " << why
+        << "; the shard runs from its start and replaces it\n";
+  };
+  absl::StatusOr<faults::ShardFile> kept = faults::ReadResultFile(file);
+  if (!kept.ok()) return start_over(std::string(kept.status().message()));
+  if (kept->build != ThisBuild()) {
+    return start_over(absl::StrFormat("%s was written by lockstep %s and this is lockstep %s", file,
+                                      kept->build, ThisBuild()));
+  }
+  const nlohmann::json exploration = faults::ExplorationJson(scenarios, options, unreadable);
+  if (kept->exploration != exploration) {
+    return start_over(
+        absl::StrFormat("%s is a shard of another exploration (%s)", file,
+                        faults::ExplorationDifference(kept->exploration, exploration)));
+  }
+  if (kept->shard_index != options.shard_index || kept->shard_count != options.shard_count) {
+    return start_over(
+        absl::StrFormat("%s is shard %d of %d", file, kept->shard_index, kept->shard_count));
+  }
+  err << absl::StrFormat("lockstep explore: --resume: %s holds %d of the shard's %d run(s)%s\n",
+                         file, kept->outcomes.size(), runs,
+                         kept->stopped ? "; running the rest" : ": all of them");
+  options.done = std::move(kept->outcomes);
+}
+
 }  // namespace
 
 int RunExplore(std::span<const std::string> args, std::ostream& out, std::ostream& err) {
@@ -295,6 +337,10 @@ int RunExplore(std::span<const std::string> args, std::ostream& out, std::ostrea
                   "with --for: the seed the random seeds are drawn from (default: the clock)");
   flags.AddBool("stop-on-failure", &options.stop_on_failure,
                 "with --for: stop at the first failure");
+  bool resume = false;
+  flags.AddBool("resume", &resume,
+                "with --out and --seeds: keep the runs this shard's result file holds (a shard "
+                "stopped or killed) and run the rest");
   flags.AddString("max-memory", &max_memory, kMaxMemoryHelp);
   std::string memory_model;
   flags.AddString("memory", &memory_model,
@@ -340,6 +386,11 @@ int RunExplore(std::span<const std::string> args, std::ostream& out, std::ostrea
            "it explore runs --seeds from --start\n";
     return kExitUsage;
   }
+  if (resume && (timed || out_dir.empty())) {
+    err << "lockstep explore: --resume finishes a --seeds shard from its result file: it needs "
+           "--out DIR and no --for (a --for shard ends when its time does)\n";
+    return kExitUsage;
+  }
   absl::StatusOr<ShardSpec> shard = ResolveShard(shard_flag, flags.WasSet("shard"), shard_count,
                                                  flags.WasSet("shard-count"), ProcessEnvironment());
   if (!shard.ok()) {
@@ -362,15 +413,16 @@ int RunExplore(std::span<const std::string> args, std::ostream& out, std::ostrea
   }
   // Where the results go, checked before the runs rather than after them (a
   // --for budget spent for nothing).
+  std::string shard_file;
   if (!out_dir.empty()) {
     if (absl::Status s = PrepareOutputDir("--out", out_dir); !s.ok()) {
       err << "lockstep explore: " << s.message() << "\n";
       return kExitUsage;
     }
-    const std::string file = (std::filesystem::path(out_dir) /
-                              faults::ShardFileName(options.shard_index, options.shard_count))
-                                 .string();
-    if (absl::Status s = CheckOutputPath("--out", file); !s.ok()) {
+    shard_file = (std::filesystem::path(out_dir) /
+                  faults::ShardFileName(options.shard_index, options.shard_count))
+                     .string();
+    if (absl::Status s = CheckOutputPath("--out", shard_file); !s.ok()) {
       err << "lockstep explore: " << s.message() << "\n";
       return kExitUsage;
     }
@@ -449,15 +501,41 @@ int RunExplore(std::span<const std::string> args, std::ostream& out, std::ostrea
         "lockstep explore: root seed %d (--root-seed %d draws the same seeds again)\n",
         options.root_seed, options.root_seed);
   }
+  const faults::Unreadable unreadable_entries{path, unreadable};
+  if (resume) LoadRunsToResume(shard_file, *scenarios, unreadable_entries, options, err);
+  // A --seeds shard that writes a result file checkpoints it while it runs
+  // (a stopped file of its first runs, which --resume finishes), so that a
+  // shard killed without warning loses minutes, not the shard.
+  std::string checkpoint_error;
+  if (!timed && !shard_file.empty()) {
+    options.checkpoint = [&](std::span<const faults::SeedOutcome> first_runs) {
+      faults::ExploreResult so_far;
+      so_far.outcomes.assign(first_runs.begin(), first_runs.end());
+      so_far.stopped = true;
+      const absl::Status s = WriteOutputFile(
+          shard_file,
+          [&](std::ostream& o) {
+            faults::WriteResultFile(o, *scenarios, options, so_far, ThisBuild(),
+                                    unreadable_entries);
+          },
+          /*sync=*/true);
+      if (!s.ok() && checkpoint_error.empty()) checkpoint_error = std::string(s.message());
+    };
+  }
   if (StderrIsTerminal(err)) options.progress = ProgressLine(err, options);
+  // Stopped by a signal, a run with a result file keeps what finished
+  // (SIGTERM: a Slurm time limit, a Kubernetes eviction).
   std::optional<StopOnSignals> stop_on_signals;
-  if (timed) {
+  if (timed || !shard_file.empty()) {
     stop_on_signals.emplace();
     options.stop = &stop_requested;
   }
   absl::StatusOr<faults::ExploreResult> result = faults::Explore(*scenarios, options, registry);
   stop_on_signals.reset();
-  if (result.ok() && stop_signal.load() != 0) {
+  if (!checkpoint_error.empty()) {
+    err << "lockstep explore: a checkpoint of the result file failed: " << checkpoint_error << "\n";
+  }
+  if (result.ok() && timed && stop_signal.load() != 0) {
     err << absl::StrFormat(
         "lockstep explore: stopped by %s after %d run(s); the runs that finished are kept\n",
         stop_signal.load() == SIGTERM ? "SIGTERM" : "SIGINT", result->outcomes.size());
@@ -481,22 +559,29 @@ int RunExplore(std::span<const std::string> args, std::ostream& out, std::ostrea
       return kExitUsage;
     }
   }
-  if (!out_dir.empty()) {
-    const std::string file = (std::filesystem::path(out_dir) /
-                              faults::ShardFileName(options.shard_index, options.shard_count))
-                                 .string();
+  if (!shard_file.empty()) {
     if (absl::Status s = WriteOutputFile(
-            file,
+            shard_file,
             [&](std::ostream& o) {
               faults::WriteResultFile(o, *scenarios, options, *result, ThisBuild(),
-                                      {path, unreadable});
+                                      unreadable_entries);
             },
             /*sync=*/true);
         !s.ok()) {
       err << "lockstep explore: " << s.message() << "\n";
       return kExitUsage;
     }
-    err << "lockstep explore: wrote " << file << "\n";
+    err << "lockstep explore: wrote " << shard_file << "\n";
+    if (result->stopped) {
+      err << absl::StrFormat(
+          "lockstep explore: stopped by %s after %d of the shard's %d run(s); %s keeps them: run "
+          "the same command with --resume to finish the shard\n",
+          stop_signal.load() == SIGINT ? "SIGINT" : "SIGTERM", result->outcomes.size(),
+          faults::ShardSize(faults::ExplorationSize(scenarios->size(), options),
+                            options.shard_index, options.shard_count),
+          shard_file);
+      return kExitStopped;
+    }
     // A shard's groups are partial: lockstep merge writes the bundles of all.
     if (options.shard_count == 1) {
       if (absl::Status s =

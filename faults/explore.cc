@@ -389,18 +389,64 @@ absl::StatusOr<ExploreResult> Explore(const std::vector<Scenario>& scenarios,
   if (!timed) {
     const uint64_t runs = ShardSize(ExplorationSize(scenarios.size(), options), options.shard_index,
                                     options.shard_count);
-    if (options.progress) {
-      progress = [&](size_t done) { options.progress({done, runs, failures.load()}); };
+    // The runs done before (--resume) are the shard's first.
+    const size_t first = options.done.size();
+    if (first > runs) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("%d runs were done before, but shard %d of %d has %d", first,
+                          options.shard_index, options.shard_count, runs));
+    }
+    for (size_t j = 0; j < first; ++j) {
+      if (options.done[j].index != item_of(j)) {
+        return absl::InvalidArgumentError(
+            absl::StrFormat("run %d done before is item %d, not the shard's run %d (item %d)", j,
+                            options.done[j].index, j, item_of(j)));
+      }
     }
     outcomes.resize(runs);
-    std::vector<absl::Status> errors(outcomes.size());
+    std::copy(options.done.begin(), options.done.end(), outcomes.begin());
+    std::vector<absl::Status> errors(runs);
+    // Whether run j's outcome is written (release), for the checkpoints'
+    // reporting thread (acquire) and the count of runs that finished.
+    std::vector<std::atomic<bool>> finished(runs);
+    for (size_t j = 0; j < first; ++j) finished[j].store(true, std::memory_order_relaxed);
+    size_t prefix = first;  // runs [0, prefix) finished (reporting thread only)
+    size_t checkpointed = first;
+    auto next_checkpoint = std::chrono::steady_clock::now() + options.checkpoint_every;
+    if (options.progress || options.checkpoint) {
+      progress = [&](size_t done) {
+        if (options.progress) options.progress({first + done, runs, failures.load()});
+        if (!options.checkpoint || std::chrono::steady_clock::now() < next_checkpoint) return;
+        while (prefix < runs && finished[prefix].load(std::memory_order_acquire)) ++prefix;
+        if (prefix == checkpointed || prefix == runs) return;
+        // Workers write only outcomes past the prefix: these stay as read.
+        const auto start = std::chrono::steady_clock::now();
+        options.checkpoint(std::span<const SeedOutcome>(outcomes.data(), prefix));
+        const auto end = std::chrono::steady_clock::now();
+        checkpointed = prefix;
+        next_checkpoint = end + std::max<std::chrono::steady_clock::duration>(
+                                    options.checkpoint_every, 50 * (end - start));
+      };
+    }
     ParallelFor(
-        outcomes.size(), options.jobs,
-        [&](size_t j) { errors[j] = run_one(item_of(j), outcomes[j]); }, progress);
+        runs - first, options.jobs,
+        [&](size_t i) {
+          const size_t j = first + i;
+          errors[j] = run_one(item_of(j), outcomes[j]);
+          finished[j].store(true, std::memory_order_release);
+        },
+        progress, [&] { return options.stop != nullptr && options.stop->load(); });
     for (const absl::Status& e : errors) {
       if (!e.ok()) return e;
     }
-    return SummarizeOutcomes(scenarios, std::move(outcomes));
+    // Runs are claimed in order and every claimed run finished: those that
+    // ran are the shard's first.
+    size_t ran = first;
+    while (ran < runs && finished[ran].load(std::memory_order_relaxed)) ++ran;
+    outcomes.resize(ran);
+    ExploreResult result = SummarizeOutcomes(scenarios, std::move(outcomes));
+    result.stopped = ran < runs;
+    return result;
   }
   // Time-budgeted: runs in item order until the time is up; each run claimed
   // before then finishes and is kept.
@@ -524,6 +570,13 @@ std::string FormatExploreSummary(const std::vector<Scenario>& scenarios,
                                    : "items k with k mod",
         options.shard_count, options.shard_index);
   }
+  if (result.stopped) {
+    absl::StrAppendFormat(
+        &out, "STOPPED after %d of %d run(s): the counts below are of those (--resume finishes)\n",
+        result.outcomes.size(),
+        ShardSize(ExplorationSize(scenarios.size(), options), options.shard_index,
+                  options.shard_count));
+  }
   absl::StrAppend(&out, "\n");
   // Names as they show (DisplayText), padded by code points (DisplayWidth).
   size_t width = 8;
@@ -556,9 +609,17 @@ std::string FormatExploreSummary(const std::vector<Scenario>& scenarios,
 
 std::string FormatExploreMarkdown(const std::vector<Scenario>& scenarios,
                                   const ExploreResult& result, const ExploreOptions& options) {
-  std::string out = absl::StrFormat("### lockstep explore: %s%s\n\n| scenario | result |",
+  std::string out = absl::StrFormat("### lockstep explore: %s%s\n\n",
                                     ExplorationText(scenarios.size(), result, options),
                                     options.swarm ? ", swarm faults" : "");
+  if (result.stopped) {
+    absl::StrAppendFormat(&out,
+                          "**Stopped** after %d of %d run(s): the counts below are of those.\n\n",
+                          result.outcomes.size(),
+                          ShardSize(ExplorationSize(scenarios.size(), options), options.shard_index,
+                                    options.shard_count));
+  }
+  absl::StrAppend(&out, "| scenario | result |");
   for (int v = 0; v < kNumVerdicts; ++v) {
     absl::StrAppendFormat(&out, " %s |", VerdictName(static_cast<Verdict>(v)));
   }

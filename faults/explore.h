@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -40,6 +41,20 @@ struct ExploreProgress {
   size_t failures = 0;  // runs so far whose verdict was not acceptable
 };
 
+// One run, as a result file keeps it and every summary is rendered from.
+struct SeedOutcome {
+  uint64_t index = 0;   // item k of the exploration's ordered list
+  size_t scenario = 0;  // index into the scenarios explored
+  uint64_t seed = 0;
+  Verdict verdict = Verdict::kClean;
+  bool acceptable = true;  // the verdict the scenario (or its swarm faults) allows
+  uint64_t trace_hash = 0;
+  // Runs whose verdict is not acceptable only (empty otherwise):
+  std::string summary;    // the verdict's one-line explanation
+  std::string policy;     // the dispatch policy that ran (a mutant's name, say)
+  std::string signature;  // FailureSignature: what makes two failures the same bug
+};
+
 struct ExploreOptions {
   uint64_t start = 1;    // first seed
   uint64_t seeds = 100;  // seeds per scenario
@@ -60,9 +75,23 @@ struct ExploreOptions {
   int jobs = 1;
   // Called (from a reporting thread) as runs finish.
   std::function<void(const ExploreProgress&)> progress;
-  // Time-budgeted: set (from a signal handler) to stop as if the time were
-  // up: no run starts after it, and the runs under way finish and are kept.
+  // Set (from a signal handler) to stop: no run starts after it, and the runs
+  // under way finish and are kept. Time-budgeted, as if the time were up;
+  // with seeds, the shard's runs that finished are its first ones (runs are
+  // claimed in order and each claimed run finishes) and the result says it
+  // stopped (ExploreResult::stopped).
   const std::atomic<bool>* stop = nullptr;
+  // With seeds: the shard's first runs, done before (a stopped result file,
+  // explore --resume). They are kept as they are, and only the rest run.
+  std::vector<SeedOutcome> done;
+  // With seeds: called from the reporting thread, at most once per
+  // `checkpoint_every` and never more often than 50 times the last call took,
+  // with the shard's runs finished so far from its first (a prefix that only
+  // grows), while runs are still to come. explore --out writes them as a
+  // stopped result file, so a shard killed without warning loses at most the
+  // runs since.
+  std::function<void(std::span<const SeedOutcome>)> checkpoint;
+  std::chrono::milliseconds checkpoint_every{60'000};
 };
 
 // The exploration's ordered list of (scenario, seed) items. With seeds: item
@@ -87,20 +116,6 @@ uint64_t ShardOfItem(uint64_t k, size_t num_scenarios, const ExploreOptions& opt
 // Item k of the shard's j-th run (its items in increasing order).
 uint64_t ShardItem(uint64_t j, size_t num_scenarios, const ExploreOptions& options);
 
-// One run, as a result file keeps it and every summary is rendered from.
-struct SeedOutcome {
-  uint64_t index = 0;   // item k of the exploration's ordered list
-  size_t scenario = 0;  // index into the scenarios explored
-  uint64_t seed = 0;
-  Verdict verdict = Verdict::kClean;
-  bool acceptable = true;  // the verdict the scenario (or its swarm faults) allows
-  uint64_t trace_hash = 0;
-  // Runs whose verdict is not acceptable only (empty otherwise):
-  std::string summary;    // the verdict's one-line explanation
-  std::string policy;     // the dispatch policy that ran (a mutant's name, say)
-  std::string signature;  // FailureSignature: what makes two failures the same bug
-};
-
 struct ScenarioSummary {
   std::string name;
   std::string path;
@@ -123,6 +138,9 @@ struct ExploreResult {
   // In the item order of each group's first run.
   std::vector<FailureGroup> failures;
   bool all_acceptable = true;
+  // With seeds: stopped (ExploreOptions::stop) before the shard's last run;
+  // `outcomes` are its first runs.
+  bool stopped = false;
 };
 
 // What makes two failures the same bug: the verdict, the detector that gave

@@ -309,7 +309,8 @@ std::string ScenarioDifference(const nlohmann::json& a, const nlohmann::json& b)
   return "their scenario lists differ";
 }
 
-// What differs between two headers' explorations, for a message.
+}  // namespace
+
 std::string ExplorationDifference(const nlohmann::json& a, const nlohmann::json& b) {
   if (!a.is_object() || !b.is_object()) return "their headers differ";
   std::vector<std::string> keys;
@@ -327,8 +328,6 @@ std::string ExplorationDifference(const nlohmann::json& a, const nlohmann::json&
   }
   return "their headers differ";
 }
-
-}  // namespace
 
 std::string ShardFileName(uint64_t shard_index, uint64_t shard_count) {
   return absl::StrFormat("shard-%04d-of-%04d.jsonl", shard_index, shard_count);
@@ -401,7 +400,9 @@ void WriteResultFile(std::ostream& out, const std::vector<Scenario>& scenarios,
     }
     out << line.dump() << "\n";
   }
-  out << nlohmann::json({{"end", {{"runs", result.outcomes.size()}}}}).dump() << "\n";
+  nlohmann::json end = {{"runs", result.outcomes.size()}};
+  if (result.stopped) end["stopped"] = true;
+  out << nlohmann::json({{"end", end}}).dump() << "\n";
 }
 
 absl::StatusOr<ShardFile> ReadResultFile(const std::string& path) {
@@ -509,20 +510,40 @@ absl::StatusOr<ShardFile> ReadResultFile(const std::string& path) {
                          absl::StrFormat("the end line counts %d runs but the file has %d", runs,
                                          file.outcomes.size()));
       }
+      if (j["end"].contains("stopped") && !j["end"]["stopped"].is_boolean()) {
+        return LineError(path, line, "the end line's stopped must be true or false");
+      }
+      file.stopped = j["end"].value("stopped", false);
       if (file.options.budget.count() == 0) {
-        const uint64_t expected = ShardSize(ExplorationSize(file.scenarios.size(), file.options),
-                                            file.shard_index, file.shard_count);
-        if (runs != expected) {
-          return LineError(path, line,
-                           absl::StrFormat("shard %d of %d has %d runs, not the %d it must have",
-                                           file.shard_index, file.shard_count, runs, expected));
+        file.expected_runs = ShardSize(ExplorationSize(file.scenarios.size(), file.options),
+                                       file.shard_index, file.shard_count);
+        if (file.stopped ? runs >= file.expected_runs : runs != file.expected_runs) {
+          return LineError(
+              path, line,
+              absl::StrFormat(file.stopped ? "shard %d of %d stopped after %d runs, but it has %d"
+                                           : "shard %d of %d has %d runs, not the %d it must have",
+                              file.shard_index, file.shard_count, runs, file.expected_runs));
         }
+      } else if (file.stopped) {
+        return LineError(path, line,
+                         "a --for shard does not stop early (its stop is its end): the file was "
+                         "edited");
       }
       ended = true;
       continue;
     }
     absl::StatusOr<SeedOutcome> o = ParseRecord(j, file, prev);
     if (!o.ok()) return LineError(path, line, o.status().message());
+    // With seeds, a shard's runs are its first items in order, stopped or not.
+    if (file.options.budget.count() == 0) {
+      const uint64_t j_item = ShardItem(file.outcomes.size(), file.scenarios.size(), file.options);
+      if (o->index != j_item) {
+        return LineError(path, line,
+                         absl::StrFormat("run %d where this shard's run %d belongs (its run #%d): "
+                                         "a shard keeps its first runs, in order",
+                                         o->index, j_item, file.outcomes.size() + 1));
+      }
+    }
     prev = o->index;
     file.outcomes.push_back(*std::move(o));
   }
@@ -592,6 +613,14 @@ absl::StatusOr<MergedExploration> MergeShards(std::vector<ShardFile> shards) {
     if (files.size() > 1) {
       problems.push_back(absl::StrFormat("duplicated: shard %d of %d in %s; keep one of them",
                                          index, first.shard_count, absl::StrJoin(files, ", ")));
+    }
+  }
+  for (const ShardFile& s : shards) {
+    if (s.stopped) {
+      problems.push_back(absl::StrFormat(
+          "stopped: shard %d of %d after %d of its %d runs (%s); finish it: its explore command "
+          "again, with --resume",
+          s.shard_index, s.shard_count, s.outcomes.size(), s.expected_runs, s.path));
     }
   }
   if (!problems.empty()) {

@@ -61,6 +61,10 @@ std::string UnreadableMessage(const Unreadable& unreadable);
 nlohmann::json ExplorationJson(const std::vector<Scenario>& scenarios,
                                const ExploreOptions& options, const Unreadable& unreadable = {});
 
+// What differs between two headers' explorations ("seeds '6' vs '5'"), for a
+// message.
+std::string ExplorationDifference(const nlohmann::json& a, const nlohmann::json& b);
+
 // The result file of one shard's run of an exploration (options.shard_index
 // and shard_count name the shard; `result` is what Explore gave it; `build`
 // names the lockstep that ran it, cli::ThisBuild()).
@@ -73,7 +77,12 @@ struct ShardFile {
   std::string path;
   uint64_t shard_index = 0;
   uint64_t shard_count = 1;
-  std::string build;                // the lockstep that wrote it
+  std::string build;  // the lockstep that wrote it
+  // With seeds: stopped before its last run (a signal, or a checkpoint of a
+  // shard still running or killed), holding its first runs; expected_runs
+  // is how many the shard has.
+  bool stopped = false;
+  uint64_t expected_runs = 0;
   nlohmann::json exploration;       // the header's, as written
   std::vector<Scenario> scenarios;  // parsed from it, with the paths they had
   ExploreOptions options;           // the exploration's options and this shard

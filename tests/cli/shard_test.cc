@@ -281,6 +281,145 @@ TEST(ShardTest, AReplayBundleReplaysAnywhereAndAnEditedOneDoesNot) {
   EXPECT_THAT(r.err, HasSubstr("lockstep.build is not a build of lockstep"));
 }
 
+// The result file of a --seeds shard with only its first `k` runs, as a
+// stopped shard or a checkpoint leaves it.
+std::string StoppedAfter(const std::string& complete, size_t k) {
+  std::vector<std::string> lines;
+  for (size_t p = 0, q; (q = complete.find('\n', p)) != std::string::npos; p = q + 1) {
+    lines.push_back(complete.substr(p, q - p));
+  }
+  std::string text = lines[0] + "\n";
+  for (size_t j = 0; j < k; ++j) text += lines[1 + j] + "\n";
+  return text + absl::StrFormat(R"({"end":{"runs":%d,"stopped":true}})", k) + "\n";
+}
+
+TEST(ShardTest, AStoppedShardResumesToTheFileOfOneRun) {
+  const std::string full_dir = FreshDir("resume-full");
+  const Result full = RunLockstep(Exploration({"--shard", "1/2", "--out", full_dir}));
+  ASSERT_TRUE(full.code == kExitOk || full.code == kExitUnexpected) << full.err;
+  const std::string name = "/shard-0001-of-0002.jsonl";
+  const std::string complete = ReadFile(full_dir + name);
+  for (size_t k : {size_t{0}, size_t{1}, size_t{4}}) {
+    const std::string dir = FreshDir(absl::StrCat("resume-", k));
+    WriteFile(dir + name, StoppedAfter(complete, k));
+    Result r = RunLockstep({"merge", dir + name});
+    EXPECT_EQ(r.code, kExitUsage);
+    EXPECT_THAT(r.err, HasSubstr(absl::StrFormat(
+                           "stopped: shard 1 of 2 after %d of its 9 runs (%s%s); finish it: its "
+                           "explore command again, with --resume",
+                           k, dir, name)));
+    r = RunLockstep(Exploration({"--shard", "1/2", "--out", dir, "--resume"}));
+    EXPECT_EQ(r.code, full.code) << r.err;
+    EXPECT_EQ(r.out, full.out) << k;
+    EXPECT_EQ(ReadFile(dir + name), complete) << k;
+    EXPECT_THAT(r.err, HasSubstr(absl::StrFormat(
+                           "--resume: %s%s holds %d of the shard's 9 run(s); running the rest", dir,
+                           name, k)));
+  }
+  // A finished shard: nothing runs again, and nothing changes.
+  Result r = RunLockstep(Exploration({"--shard", "1/2", "--out", full_dir, "--resume"}));
+  EXPECT_EQ(r.code, full.code);
+  EXPECT_EQ(r.out, full.out);
+  EXPECT_EQ(ReadFile(full_dir + name), complete);
+  EXPECT_THAT(r.err, HasSubstr("holds 9 of the shard's 9 run(s): all of them"));
+  // No file yet: the whole shard.
+  const std::string fresh = FreshDir("resume-fresh");
+  r = RunLockstep(Exploration({"--shard", "1/2", "--out", fresh, "--resume"}));
+  EXPECT_EQ(r.code, full.code);
+  EXPECT_EQ(ReadFile(fresh + name), complete);
+  EXPECT_THAT(r.err, HasSubstr("--resume: no " + fresh + name + " yet"));
+}
+
+// A file --resume cannot finish (another exploration's or build's, one that
+// does not read) is replaced by a run of the whole shard, saying why: a
+// results directory used again must not fail the next exploration.
+TEST(ShardTest, ResumeStartsOverFromAFileItCannotFinish) {
+  const std::string dir = FreshDir("resume-over");
+  const std::string name = "/shard-0001-of-0002.jsonl";
+  ASSERT_NE(RunLockstep(Exploration({"--shard", "1/2", "--out", dir})).code, kExitUsage);
+  const std::string complete = ReadFile(dir + name);
+  const std::string stopped = StoppedAfter(complete, 3);
+  auto resumed = [&](const std::string& kept, const std::string& why) {
+    WriteFile(dir + name, kept);
+    const Result r = RunLockstep(Exploration({"--shard", "1/2", "--out", dir, "--resume"}));
+    EXPECT_NE(r.code, kExitUsage) << r.err;
+    EXPECT_THAT(r.err, HasSubstr("lockstep explore: --resume: " + why +
+                                 "; the shard runs from its start and replaces it\n"));
+    EXPECT_EQ(ReadFile(dir + name), complete) << why;
+  };
+  // Another exploration's (one seed fewer).
+  const std::string other = FreshDir("resume-other");
+  ASSERT_NE(RunLockstep({"explore", Scenarios(), "--catalogue", Topologies(), "--seeds", "5",
+                         "--policy", "no-hybrid-fusion-gate", "--schedule", "pct:3", "--shard",
+                         "1/2", "--out", other})
+                .code,
+            kExitUsage);
+  resumed(StoppedAfter(ReadFile(other + name), 2),
+          dir + name + " is a shard of another exploration (seeds '5' vs '6')");
+  // Another build's.
+  nlohmann::json header = nlohmann::json::parse(stopped.substr(0, stopped.find('\n')));
+  header["build"] = "0.0.9 (git 0123456789ab)";
+  resumed(header.dump() + stopped.substr(stopped.find('\n')),
+          absl::StrCat(dir, name, " was written by lockstep 0.0.9 (git 0123456789ab) and this is ",
+                       "lockstep ", std::string(ThisBuild())));
+  // Runs that are not the shard's first (its second left out).
+  std::string gap = stopped;
+  const size_t second = gap.find('\n', gap.find('\n') + 1) + 1;
+  gap.erase(second, gap.find('\n', second) + 1 - second);
+  gap.replace(gap.rfind("\"runs\":3"), 9, "\"runs\":2");
+  resumed(gap, dir + name +
+                   ":3: run 5 where this shard's run 3 belongs (its run #2): a shard keeps its "
+                   "first runs, in order");
+  // --resume goes with --out and --seeds.
+  for (const std::vector<std::string>& extra :
+       {std::vector<std::string>{"--resume"},
+        std::vector<std::string>{"--out", dir, "--resume", "--for", "1s"}}) {
+    std::vector<std::string> args = {"explore", Scenarios(), "--catalogue", Topologies()};
+    args.insert(args.end(), extra.begin(), extra.end());
+    const Result r = RunLockstep(args);
+    EXPECT_EQ(r.code, kExitUsage);
+    EXPECT_THAT(r.err, HasSubstr("--resume finishes a --seeds shard from its result file: it "
+                                 "needs --out DIR and no --for"));
+  }
+}
+
+TEST(ShardTest, ASeedsShardStoppedBySigtermKeepsItsFirstRunsAndExitsFour) {
+  const std::string dir = FreshDir("sigterm-seeds");
+  struct sigaction before = {};
+  sigaction(SIGTERM, nullptr, &before);
+  ASSERT_NE(before.sa_handler, SIG_IGN) << "this test needs SIGTERM not ignored";
+  std::thread sender([&before] {
+    for (int i = 0; i < 6000; ++i) {
+      struct sigaction current = {};
+      sigaction(SIGTERM, nullptr, &current);
+      if (current.sa_handler != before.sa_handler) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(300));
+        kill(getpid(), SIGTERM);
+        return;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  });
+  // Far more runs than 300 ms allow.
+  const Result r = RunLockstep({"explore", Scenarios(), "--catalogue", Topologies(), "--seeds",
+                                "100000", "--jobs", "2", "--out", dir});
+  sender.join();
+  EXPECT_EQ(r.code, kExitStopped) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("lockstep explore: stopped by SIGTERM after "));
+  EXPECT_THAT(r.err, HasSubstr(" of the shard's 300000 run(s); " + dir +
+                               "/shard-0000-of-0001.jsonl keeps them: run the same command with "
+                               "--resume to finish the shard"));
+  EXPECT_THAT(r.out, HasSubstr("STOPPED after "));
+  const std::string text = ReadFile(dir + "/shard-0000-of-0001.jsonl");
+  EXPECT_THAT(text, HasSubstr(",\"stopped\":true}}\n"));
+  const Result merged = RunLockstep({"merge", dir});
+  EXPECT_EQ(merged.code, kExitUsage);
+  EXPECT_THAT(merged.err, HasSubstr("stopped: shard 0 of 1 after "));
+  struct sigaction after = {};
+  sigaction(SIGTERM, nullptr, &after);
+  EXPECT_EQ(after.sa_handler, before.sa_handler);
+}
+
 TEST(ShardTest, ShardsOfTwoBuildsAreNotMerged) {
   const std::string dir = FreshDir("builds");
   RunShards(dir, 4);
@@ -701,6 +840,10 @@ TEST(HostileResultFileTest, GarbageAndTruncationNameFileAndLine) {
   std::swap(swapped[2], swapped[3]);
   std::vector<std::string> after_end = lines;
   after_end.push_back("{}");
+  std::vector<std::string> stopped_whole = lines;
+  stopped_whole.back() = R"({"end":{"runs":18,"stopped":true}})";
+  std::vector<std::string> stopped_text = lines;
+  stopped_text.back() = R"({"end":{"runs":18,"stopped":"yes"}})";
   nlohmann::json header = nlohmann::json::parse(lines[0]);
   header.erase("build");
   const std::string without_build = header.dump() + "\n";
@@ -721,7 +864,9 @@ TEST(HostileResultFileTest, GarbageAndTruncationNameFileAndLine) {
       {lines[0].substr(0, lines[0].size() / 2), ":1: truncated: the file ends inside this line"},
       {join(edited), ":3: run 1 is 'tp4-ep2-qwen3-h200' seed 7"},
       {join(bad_verdict), ":4: verdict 'fine' is not a verdict"},
-      {join(swapped), ":4: run 1 comes after run 2"},
+      {join(swapped), ":3: run 2 where this shard's run 1 belongs (its run #2)"},
+      {join(stopped_whole), ":20: shard 0 of 1 stopped after 18 runs, but it has 18"},
+      {join(stopped_text), ":20: the end line's stopped must be true or false"},
       {join(after_end), ":21: text after the end line"},
       {lines[0] + "\n" + std::string(2000, '{') + "\n", ":2: not a JSON object"},
   };

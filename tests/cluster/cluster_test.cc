@@ -88,11 +88,35 @@ TEST(ClusterTest, TheSbatchScriptsBodyRunsOneShardPerArrayTask) {
     EXPECT_EQ(code, 0) << ReadFile(absl::StrFormat("%s/task%d.log", dir, task));
   }
   EXPECT_TRUE(fs::exists(dir + "/results/explore-77/shard-0002-of-0003.jsonl"));
+  // Task 5 requeued after a SIGTERM that left the first of its two runs: it
+  // finishes the shard (--resume) instead of starting over.
+  const std::string file = dir + "/results/explore-77/shard-0001-of-0003.jsonl";
+  const std::string complete = ReadFile(file);
+  size_t end = 0;
+  for (int line = 0; line < 2; ++line) end = complete.find('\n', end) + 1;
+  std::ofstream(file) << complete.substr(0, end) << R"({"end":{"runs":1,"stopped":true}})"
+                      << "\n";
+  const int again = Shell(absl::StrFormat(
+      "cd %s && SLURM_ARRAY_JOB_ID=77 SLURM_ARRAY_TASK_ID=5 SLURM_ARRAY_TASK_MIN=4 "
+      "SLURM_ARRAY_TASK_COUNT=3 LOCKSTEP=%s SCENARIOS=%s EXPLORE_ARGS='%s' bash %s > again.log "
+      "2>&1",
+      dir, kCli, Scenario(), ExploreArgs(), script));
+  EXPECT_EQ(again, 0) << ReadFile(dir + "/again.log");
+  EXPECT_THAT(ReadFile(dir + "/again.log"),
+              HasSubstr("holds 1 of the shard's 2 run(s); running the rest"));
+  EXPECT_EQ(ReadFile(file), complete);
   int code = 0;
   const std::string merged = Merge(dir + "/results/explore-77", dir, &code);
   EXPECT_EQ(code, 1) << ReadFile(dir + "/merge.err");
   EXPECT_EQ(merged, Unsharded(dir));
   EXPECT_THAT(merged, HasSubstr("5 run(s), smallest seed 1"));
+  // A --for shard has nothing to resume: the script does not ask.
+  const int timed = Shell(absl::StrFormat(
+      "cd %s && SLURM_ARRAY_JOB_ID=78 SLURM_ARRAY_TASK_ID=0 SLURM_ARRAY_TASK_MIN=0 "
+      "SLURM_ARRAY_TASK_COUNT=1 LOCKSTEP=%s SCENARIOS=%s EXPLORE_ARGS='--for 1s --catalogue "
+      "%s/topologies' bash %s > timed.log 2>&1",
+      dir, kCli, Scenario(), kSource, script));
+  EXPECT_EQ(timed, 0) << ReadFile(dir + "/timed.log");
 }
 
 TEST(ClusterTest, TheIndexedJobManifestRunsOneShardPerCompletionIndex) {
@@ -117,6 +141,12 @@ TEST(ClusterTest, TheIndexedJobManifestRunsOneShardPerCompletionIndex) {
   const std::string body = command[2].as<std::string>();
   EXPECT_THAT(body, HasSubstr("build/bin/lockstep}\" explore"));
   EXPECT_THAT(body, HasSubstr("--out"));
+  EXPECT_THAT(body, HasSubstr("resume=\"--resume\""));
+  // Evictions and preemptions retry the shard without counting against
+  // backoffLimit (its retry resumes the result file).
+  const YAML::Node ignore = spec["podFailurePolicy"]["rules"][1];
+  EXPECT_EQ(ignore["action"].as<std::string>(), "Ignore");
+  EXPECT_EQ(ignore["onPodConditions"][0]["type"].as<std::string>(), "DisruptionTarget");
   // Exit 2 (bad input) and 3 (a bug) fail the Job at once.
   const YAML::Node rule = spec["podFailurePolicy"]["rules"][0];
   EXPECT_EQ(rule["action"].as<std::string>(), "FailJob");

@@ -4,7 +4,11 @@
 #include <malloc.h>
 #endif
 
+#include <atomic>
+#include <chrono>
 #include <cstdlib>
+#include <span>
+#include <tuple>
 
 #include "faults/fault_injector.h"
 #include "faults/mutants.h"
@@ -23,6 +27,7 @@ namespace lockstep::faults {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 std::string Topologies() { return LOCKSTEP_SOURCE_DIR "/topologies"; }
 
@@ -68,6 +73,100 @@ TEST(ExploreTest, ResultsAreIdenticalForAnyNumberOfJobs) {
                          [](const Outcome& o) { return !std::get<4>(o).empty(); });
   };
   EXPECT_GT(failed(runs[3]), static_cast<std::ptrdiff_t>(runs[3].size() / 10));
+}
+
+// A --seeds shard stopped and resumed (ExploreOptions::done, explore
+// --resume) gives the outcomes and summary of one uninterrupted run.
+TEST(ExploreTest, AShardResumedFromItsFirstRunsEqualsOneRun) {
+  const std::vector<Scenario> scenarios = {Load("tp4-ep2-qwen3-h200.yaml"),
+                                           Load("tp8-llama3-h200.yaml")};
+  const PolicyRegistry registry = MakePolicyRegistry();
+  ExploreOptions o;
+  o.seeds = 12;
+  o.swarm = true;
+  o.policy = "local-predicates";  // failures, with summaries and signatures
+  o.shard_index = 1;
+  o.shard_count = 3;
+  o.jobs = 2;
+  const absl::StatusOr<ExploreResult> full = Explore(scenarios, o, registry);
+  ASSERT_TRUE(full.ok()) << full.status();
+  ASSERT_EQ(full->outcomes.size(), 8u);
+  EXPECT_FALSE(full->stopped);
+  ASSERT_FALSE(full->all_acceptable);
+  using Outcome = std::tuple<uint64_t, uint64_t, Verdict, uint64_t, std::string, std::string>;
+  const auto flat = [](const std::vector<SeedOutcome>& v) {
+    std::vector<Outcome> out;
+    for (const SeedOutcome& x : v) {
+      out.emplace_back(x.index, x.seed, x.verdict, x.trace_hash, x.summary, x.signature);
+    }
+    return out;
+  };
+  for (size_t k : {size_t{0}, size_t{1}, size_t{5}, size_t{8}}) {
+    ExploreOptions resumed = o;
+    resumed.done.assign(full->outcomes.begin(), full->outcomes.begin() + static_cast<ptrdiff_t>(k));
+    const absl::StatusOr<ExploreResult> r = Explore(scenarios, resumed, registry);
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_FALSE(r->stopped) << k;
+    EXPECT_EQ(flat(r->outcomes), flat(full->outcomes)) << k;
+    EXPECT_EQ(FormatExploreSummary(scenarios, *r, o), FormatExploreSummary(scenarios, *full, o))
+        << k;
+  }
+  // Stopped before another run starts: the runs done before, and it says so.
+  std::atomic<bool> stop{true};
+  ExploreOptions stopped = o;
+  stopped.stop = &stop;
+  stopped.done.assign(full->outcomes.begin(), full->outcomes.begin() + 3);
+  const absl::StatusOr<ExploreResult> r = Explore(scenarios, stopped, registry);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_TRUE(r->stopped);
+  EXPECT_EQ(flat(r->outcomes), flat(stopped.done));
+  EXPECT_THAT(FormatExploreSummary(scenarios, *r, o),
+              HasSubstr("STOPPED after 3 of 8 run(s): the counts below are of those"));
+  EXPECT_THAT(FormatExploreMarkdown(scenarios, *r, o),
+              HasSubstr("**Stopped** after 3 of 8 run(s): the counts below are of those."));
+  EXPECT_THAT(FormatExploreMarkdown(scenarios, *full, o), Not(HasSubstr("Stopped")));
+  // Runs done before must be the shard's first.
+  ExploreOptions gap = o;
+  gap.done = {full->outcomes[0], full->outcomes[2]};
+  const absl::StatusOr<ExploreResult> bad = Explore(scenarios, gap, registry);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(std::string(bad.status().message()),
+              HasSubstr("run 1 done before is item 7, not the shard's run 1 (item 4)"));
+}
+
+// Checkpoints hand over the shard's finished runs from its first, a prefix
+// that grows, while runs are still to come.
+TEST(ExploreTest, CheckpointsAreGrowingPrefixesOfTheShardsRuns) {
+  const std::vector<Scenario> scenarios = {Load("tp8-llama3-h200.yaml")};
+  const PolicyRegistry registry = MakePolicyRegistry();
+  ExploreOptions o;
+  // ~0.6 s here: several of the reporting thread's 100 ms looks.
+  o.seeds = lockstep::testing::PropertySeeds(3000);
+  o.jobs = 2;
+  o.checkpoint_every = std::chrono::milliseconds(0);
+  std::vector<std::vector<SeedOutcome>> checkpoints;
+  o.checkpoint = [&](std::span<const SeedOutcome> first) {
+    checkpoints.emplace_back(first.begin(), first.end());
+  };
+  const auto start = std::chrono::steady_clock::now();
+  const absl::StatusOr<ExploreResult> r = Explore(scenarios, o, registry);
+  const auto took = std::chrono::steady_clock::now() - start;
+  ASSERT_TRUE(r.ok()) << r.status();
+  size_t last = 0;
+  for (const std::vector<SeedOutcome>& c : checkpoints) {
+    EXPECT_GT(c.size(), last);
+    EXPECT_LT(c.size(), r->outcomes.size());
+    last = c.size();
+    for (size_t j = 0; j < c.size(); ++j) {
+      EXPECT_EQ(c[j].index, r->outcomes[j].index);
+      EXPECT_EQ(c[j].trace_hash, r->outcomes[j].trace_hash);
+    }
+  }
+  // The reporting thread looks every 100 ms: a run this long checkpoints (a
+  // sanitizer build runs 2 seeds, LOCKSTEP_PROPERTY_SEEDS, and may not).
+  if (took >= std::chrono::milliseconds(400)) {
+    EXPECT_FALSE(checkpoints.empty());
+  }
 }
 
 // What the command line sets once (cli/main.cc): a block of a few MiB a run

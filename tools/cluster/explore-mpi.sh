@@ -18,8 +18,15 @@ SCENARIOS=${SCENARIOS:-topologies/scenarios}
 EXPLORE_ARGS=${EXPLORE_ARGS:---seeds 1000 --swarm --schedule pct:3}
 OUT=${OUT:-results/explore-mpi}
 
-# shellcheck disable=SC2086  # EXPLORE_ARGS is a list of flags
-"$LOCKSTEP" explore "$SCENARIOS" $EXPLORE_ARGS --jobs "${JOBS:-1}" --out "$OUT" &
+# A --seeds shard started again finishes the result file its last attempt
+# left (checkpointed, or stopped by SIGTERM: exit 4); a --for shard has
+# nothing to resume.
+case " $EXPLORE_ARGS " in
+  *" --for "* | *" --for="*) resume="" ;;
+  *) resume="--resume" ;;
+esac
+# shellcheck disable=SC2086  # EXPLORE_ARGS is a list of flags; resume may be empty
+"$LOCKSTEP" explore "$SCENARIOS" $EXPLORE_ARGS --jobs "${JOBS:-1}" --out "$OUT" $resume &
 pid=$!
 # mpirun passes SIGTERM to this script: pass it on, and wait for lockstep to
 # write what finished (a --for exploration stops early).
