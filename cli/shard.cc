@@ -256,7 +256,10 @@ std::string Clock(double seconds) {
 
 std::string FormatProgress(const faults::ExploreProgress& p, double elapsed_s,
                            std::optional<double> budget_s) {
-  const double rate = elapsed_s > 0 ? static_cast<double>(p.done) / elapsed_s : 0.0;
+  // The rate of the runs made here: those kept from before (--resume) took
+  // no time now.
+  const double rate =
+      elapsed_s > 0 ? static_cast<double>(p.done - std::min(p.resumed, p.done)) / elapsed_s : 0.0;
   std::string left;
   if (budget_s) {
     left = Clock(std::max(0.0, *budget_s - elapsed_s)) + " left";

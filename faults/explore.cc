@@ -405,6 +405,9 @@ absl::StatusOr<ExploreResult> Explore(const std::vector<Scenario>& scenarios,
     }
     outcomes.resize(runs);
     std::copy(options.done.begin(), options.done.end(), outcomes.begin());
+    const size_t failed_before =
+        static_cast<size_t>(std::count_if(options.done.begin(), options.done.end(),
+                                          [](const SeedOutcome& o) { return !o.acceptable; }));
     std::vector<absl::Status> errors(runs);
     // Whether run j's outcome is written (release), for the checkpoints'
     // reporting thread (acquire) and the count of runs that finished.
@@ -415,7 +418,9 @@ absl::StatusOr<ExploreResult> Explore(const std::vector<Scenario>& scenarios,
     auto next_checkpoint = std::chrono::steady_clock::now() + options.checkpoint_every;
     if (options.progress || options.checkpoint) {
       progress = [&](size_t done) {
-        if (options.progress) options.progress({first + done, runs, failures.load()});
+        if (options.progress) {
+          options.progress({first + done, runs, failed_before + failures.load(), first});
+        }
         if (!options.checkpoint || std::chrono::steady_clock::now() < next_checkpoint) return;
         while (prefix < runs && finished[prefix].load(std::memory_order_acquire)) ++prefix;
         if (prefix == checkpointed || prefix == runs) return;

@@ -39,6 +39,7 @@ struct ExploreProgress {
   size_t done = 0;      // runs finished
   size_t total = 0;     // runs to do; 0 when the exploration runs until its time is up
   size_t failures = 0;  // runs so far whose verdict was not acceptable
+  size_t resumed = 0;   // of `done`, the runs kept from before (--resume), not run now
 };
 
 // One run, as a result file keeps it and every summary is rendered from.

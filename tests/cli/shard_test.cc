@@ -809,6 +809,9 @@ TEST(ProgressTest, SaysRunsRateFailuresAndTimeLeft) {
             "50/200 runs, 5.0 runs/s, 3 failure(s), ~30s left");
   EXPECT_EQ(FormatProgress({120, 0, 0}, 60.0, 2400.0),
             "120 runs, 2.0 runs/s, 0 failure(s), 39m00s left");
+  // 150 of the 170 done were kept from before (--resume): 20 runs in 10 s.
+  EXPECT_EQ(FormatProgress({170, 200, 4, 150}, 10.0, std::nullopt),
+            "170/200 runs, 2.0 runs/s, 4 failure(s), ~15s left");
 }
 
 // --- Hostile result files: exit 2 naming the file and line, never a crash. ---

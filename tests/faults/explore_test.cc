@@ -104,8 +104,18 @@ TEST(ExploreTest, AShardResumedFromItsFirstRunsEqualsOneRun) {
   for (size_t k : {size_t{0}, size_t{1}, size_t{5}, size_t{8}}) {
     ExploreOptions resumed = o;
     resumed.done.assign(full->outcomes.begin(), full->outcomes.begin() + static_cast<ptrdiff_t>(k));
+    ExploreProgress last;
+    resumed.progress = [&last](const ExploreProgress& p) { last = p; };
     const absl::StatusOr<ExploreResult> r = Explore(scenarios, resumed, registry);
     ASSERT_TRUE(r.ok()) << r.status();
+    // Progress counts the runs kept, and says how many they were.
+    EXPECT_EQ(last.done, 8u) << k;
+    EXPECT_EQ(last.total, 8u) << k;
+    EXPECT_EQ(last.resumed, k);
+    EXPECT_EQ(last.failures, static_cast<size_t>(
+                                 std::count_if(full->outcomes.begin(), full->outcomes.end(),
+                                               [](const SeedOutcome& x) { return !x.acceptable; })))
+        << k;
     EXPECT_FALSE(r->stopped) << k;
     EXPECT_EQ(flat(r->outcomes), flat(full->outcomes)) << k;
     EXPECT_EQ(FormatExploreSummary(scenarios, *r, o), FormatExploreSummary(scenarios, *full, o))
