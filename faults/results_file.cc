@@ -517,11 +517,16 @@ absl::StatusOr<ShardFile> ReadResultFile(const std::string& path) {
       if (file.options.budget.count() == 0) {
         file.expected_runs = ShardSize(ExplorationSize(file.scenarios.size(), file.options),
                                        file.shard_index, file.shard_count);
-        if (file.stopped ? runs >= file.expected_runs : runs != file.expected_runs) {
+        if (file.stopped && runs >= file.expected_runs) {
           return LineError(
               path, line,
-              absl::StrFormat(file.stopped ? "shard %d of %d stopped after %d runs, but it has %d"
-                                           : "shard %d of %d has %d runs, not the %d it must have",
+              absl::StrFormat("shard %d of %d stopped after %d runs, but it has %d",
+                              file.shard_index, file.shard_count, runs, file.expected_runs));
+        }
+        if (!file.stopped && runs != file.expected_runs) {
+          return LineError(
+              path, line,
+              absl::StrFormat("shard %d of %d has %d runs, not the %d it must have",
                               file.shard_index, file.shard_count, runs, file.expected_runs));
         }
       } else if (file.stopped) {
