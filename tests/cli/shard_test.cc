@@ -94,6 +94,24 @@ std::vector<std::string> Exploration(std::vector<std::string> extra = {}) {
   return args;
 }
 
+// A thread that sends this process SIGTERM 300 ms after explore has taken
+// it over from `before` (by then some runs have finished); join it after the
+// run.
+std::thread SigtermOnceCaught(const struct sigaction& before) {
+  return std::thread([before] {
+    for (int i = 0; i < 6000; ++i) {
+      struct sigaction current = {};
+      sigaction(SIGTERM, nullptr, &current);
+      if (current.sa_handler != before.sa_handler) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(300));
+        kill(getpid(), SIGTERM);
+        return;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  });
+}
+
 // Runs every shard of `count` into `dir`.
 void RunShards(const std::string& dir, int count, std::vector<std::string> extra = {}) {
   for (int i = 0; i < count; ++i) {
@@ -388,18 +406,7 @@ TEST(ShardTest, ASeedsShardStoppedBySigtermKeepsItsFirstRunsAndExitsFour) {
   struct sigaction before = {};
   sigaction(SIGTERM, nullptr, &before);
   ASSERT_NE(before.sa_handler, SIG_IGN) << "this test needs SIGTERM not ignored";
-  std::thread sender([&before] {
-    for (int i = 0; i < 6000; ++i) {
-      struct sigaction current = {};
-      sigaction(SIGTERM, nullptr, &current);
-      if (current.sa_handler != before.sa_handler) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(300));
-        kill(getpid(), SIGTERM);
-        return;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-  });
+  std::thread sender = SigtermOnceCaught(before);
   // Far more runs than 300 ms allow.
   const Result r = RunLockstep({"explore", Scenarios(), "--catalogue", Topologies(), "--seeds",
                                 "100000", "--jobs", "2", "--out", dir});
@@ -587,19 +594,7 @@ TEST(ShardTest, ATimedExplorationStoppedBySigtermKeepsWhatFinished) {
   struct sigaction before = {};
   sigaction(SIGTERM, nullptr, &before);
   ASSERT_NE(before.sa_handler, SIG_IGN) << "this test needs SIGTERM not ignored";
-  std::thread sender([&before] {
-    // Once explore has taken SIGTERM (and some runs have finished).
-    for (int i = 0; i < 6000; ++i) {
-      struct sigaction current = {};
-      sigaction(SIGTERM, nullptr, &current);
-      if (current.sa_handler != before.sa_handler) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(300));
-        kill(getpid(), SIGTERM);
-        return;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-  });
+  std::thread sender = SigtermOnceCaught(before);
   const Result r = RunLockstep({"explore", Scenarios(), "--catalogue", Topologies(), "--for", "10m",
                                 "--root-seed", "3", "--out", dir});
   sender.join();
