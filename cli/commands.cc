@@ -61,7 +61,10 @@ int InternalError(std::span<const std::string> argv, std::ostream& err, std::str
   std::string command;
   // Each argument as one shell word the terminal shows as it is (control
   // characters as $'\xNN'), so that the command can be pasted back.
-  for (const std::string& a : argv) command += (command.empty() ? "" : " ") + ShellWord(a);
+  for (const std::string& a : argv) {
+    if (!command.empty()) command += ' ';
+    command += ShellWord(a);
+  }
   err << "lockstep: internal error: " << what << "\n";
   if (out_of_memory) {
     err << "  the process ran out of memory that the run's estimate did not foresee; a smaller "
