@@ -30,8 +30,7 @@
 
 namespace lockstep::cli {
 
-// The most shards an exploration may have.
-inline constexpr uint64_t kMaxShards = uint64_t{1} << 20;
+using faults::kMaxShards;
 
 struct ShardSpec {
   uint64_t index = 0;

@@ -317,10 +317,11 @@ absl::StatusOr<ExploreResult> Explore(const std::vector<Scenario>& scenarios,
   if (!options.policy.empty() && registry.Find(options.policy) == nullptr) {
     return registry.Create(options.policy).status();
   }
-  if (options.shard_count == 0 || options.shard_index >= options.shard_count) {
-    return absl::InvalidArgumentError(
-        absl::StrFormat("shard %d of %d does not exist: the index must be below the count",
-                        options.shard_index, options.shard_count));
+  if (options.shard_count == 0 || options.shard_count > kMaxShards ||
+      options.shard_index >= options.shard_count) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "shard %d of %d does not exist: the count must be in [1, %d] and the index below it",
+        options.shard_index, options.shard_count, kMaxShards));
   }
   const bool timed = options.budget.count() > 0;
   std::atomic<size_t> failures{0};

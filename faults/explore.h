@@ -56,6 +56,11 @@ struct SeedOutcome {
   std::string signature;  // FailureSignature: what makes two failures the same bug
 };
 
+// The most shards an exploration may have: the CLI's --shard and the
+// environment's counts, and the header of a result file, are refused above it
+// (lockstep merge lists a missing shard by walking the count).
+inline constexpr uint64_t kMaxShards = uint64_t{1} << 20;
+
 struct ExploreOptions {
   uint64_t start = 1;    // first seed
   uint64_t seeds = 100;  // seeds per scenario
@@ -68,9 +73,9 @@ struct ExploreOptions {
   std::chrono::seconds budget{0};
   uint64_t root_seed = 0;
   bool stop_on_failure = false;
-  // This run is shard `shard_index` of `shard_count`: it runs the items of the
-  // exploration's ordered list (ItemAt) that ShardOfItem gives it, so the
-  // shards of one count cover the list exactly once.
+  // This run is shard `shard_index` of `shard_count` (at most kMaxShards): it
+  // runs the items of the exploration's ordered list (ItemAt) that ShardOfItem
+  // gives it, so the shards of one count cover the list exactly once.
   uint64_t shard_index = 0;
   uint64_t shard_count = 1;
   int jobs = 1;

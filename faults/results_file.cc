@@ -419,6 +419,10 @@ absl::StatusOr<ShardFile> ReadResultFile(const std::string& path) {
   if (!in) {
     return absl::FailedPreconditionError(absl::StrFormat("%s: cannot open", path));
   }
+  return ReadResultFile(in, path);
+}
+
+absl::StatusOr<ShardFile> ReadResultFile(std::istream& in, const std::string& path) {
   LineReader reader(in, kMaxLineBytes);
   ShardFile file;
   file.path = path;
@@ -483,10 +487,12 @@ absl::StatusOr<ShardFile> ReadResultFile(const std::string& path) {
       file.build = j["build"].get<std::string>();
       file.shard_index = j["shard"]["index"].get<uint64_t>();
       file.shard_count = j["shard"]["count"].get<uint64_t>();
-      if (file.shard_count == 0 || file.shard_index >= file.shard_count) {
-        return LineError(
-            path, line,
-            absl::StrFormat("shard %d of %d does not exist", file.shard_index, file.shard_count));
+      if (file.shard_count == 0 || file.shard_count > kMaxShards ||
+          file.shard_index >= file.shard_count) {
+        return LineError(path, line,
+                         absl::StrFormat("shard %d of %d does not exist (a count is in [1, %d] "
+                                         "and an index below it)",
+                                         file.shard_index, file.shard_count, kMaxShards));
       }
       if (!j.contains("exploration")) return LineError(path, line, "the header has no exploration");
       file.exploration = j["exploration"];

@@ -23,6 +23,7 @@
 #define LOCKSTEP_FAULTS_RESULTS_FILE_H_
 
 #include <cstdint>
+#include <istream>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -95,6 +96,8 @@ struct ShardFile {
 // a line too long — is InvalidArgument naming the file and line and what is
 // wrong; a file that cannot be read names the system's reason.
 absl::StatusOr<ShardFile> ReadResultFile(const std::string& path);
+// The same, from `in`, naming it `path` in messages.
+absl::StatusOr<ShardFile> ReadResultFile(std::istream& in, const std::string& path);
 
 // The shards of one exploration, combined. InvalidArgument when they belong
 // to different explorations (naming two files and what differs), when

@@ -847,6 +847,15 @@ TEST(HostileResultFileTest, GarbageAndTruncationNameFileAndLine) {
   const std::string without_build = header.dump() + "\n";
   header["build"] = std::string(257, 'x');
   const std::string long_build = header.dump() + "\n";
+  // A header that claims 10^15 shards (merge once listed the missing ones by
+  // walking the count, and ran out of memory), with its shard's one run.
+  nlohmann::json huge = nlohmann::json::parse(lines[0]);
+  huge["shard"]["count"] = uint64_t{1000000000000000};
+  const std::string huge_count =
+      huge.dump() + "\n" + lines[1] + "\n" + R"({"end":{"runs":1}})" + "\n";
+  huge["shard"]["count"] = kMaxShards + 1;
+  const std::string one_over =
+      huge.dump() + "\n" + lines[1] + "\n" + R"({"end":{"runs":1}})" + "\n";
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"", ":1: empty"},
       {"hello\n", ":1: not a lockstep explore result file"},
@@ -856,6 +865,10 @@ TEST(HostileResultFileTest, GarbageAndTruncationNameFileAndLine) {
       {"{\"lockstep_explore_results\": 2}\n", ":1: result file format 2; this lockstep reads 3"},
       {without_build, ":1: the header needs build (a string of at most 256 bytes)"},
       {long_build, ":1: the header needs build (a string of at most 256 bytes)"},
+      {huge_count,
+       ":1: shard 0 of 1000000000000000 does not exist (a count is in [1, 1048576] and an "
+       "index below it)"},
+      {one_over, ":1: shard 0 of 1048577 does not exist"},
       {join(truncated), ":19: truncated: no end line"},
       {join(truncated).substr(0, join(truncated).size() - 30),
        ":19: truncated: the file ends inside this line"},

@@ -75,6 +75,30 @@ TEST(ExploreTest, ResultsAreIdenticalForAnyNumberOfJobs) {
   EXPECT_GT(failed(runs[3]), static_cast<std::ptrdiff_t>(runs[3].size() / 10));
 }
 
+// A shard that cannot exist is refused before anything runs, and so is a
+// count over kMaxShards (the most lockstep merge lists missing shards of).
+TEST(ExploreTest, ShardsThatCannotExistAreRefused) {
+  const std::vector<Scenario> scenarios = {Load("tp8-llama3-h200.yaml")};
+  const PolicyRegistry registry = MakePolicyRegistry();
+  for (const auto& [index, count] : std::vector<std::pair<uint64_t, uint64_t>>{
+           {0, 0}, {3, 3}, {0, kMaxShards + 1}, {5, uint64_t{1} << 62}}) {
+    ExploreOptions o;
+    o.seeds = 1;
+    o.shard_index = index;
+    o.shard_count = count;
+    absl::StatusOr<ExploreResult> r = Explore(scenarios, o, registry);
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument) << index << "/" << count;
+    EXPECT_THAT(r.status().message(), HasSubstr("the count must be in [1, 1048576]"));
+  }
+  ExploreOptions o;
+  o.seeds = 1;
+  o.shard_index = kMaxShards - 1;
+  o.shard_count = kMaxShards;
+  absl::StatusOr<ExploreResult> r = Explore(scenarios, o, registry);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_TRUE(r->outcomes.empty());  // one item, which shard 0 runs
+}
+
 // A --seeds shard stopped and resumed (ExploreOptions::done, explore
 // --resume) gives the outcomes and summary of one uninterrupted run.
 TEST(ExploreTest, AShardResumedFromItsFirstRunsEqualsOneRun) {
