@@ -186,5 +186,24 @@ TEST(ClusterTest, TheMpirunScriptRunsOneShardPerRank) {
 #endif
 }
 
+// docs/CLUSTER.md's "Time against memory": glibc's huge-page tunable changes
+// where memory comes from, not what runs. The result file of a shard run under
+// it is the same file, byte for byte (a glibc that does not know the tunable
+// ignores it, and the comparison still holds).
+TEST(ClusterTest, HugePagesForTheHeapLeaveTheResultFilesAsTheyAre) {
+  const std::string dir = FreshDir("hugetlb");
+  std::string files[2];
+  for (int huge = 0; huge < 2; ++huge) {
+    const std::string out = absl::StrCat(dir, "/", huge);
+    const int code = Shell(absl::StrCat(huge ? "GLIBC_TUNABLES=glibc.malloc.hugetlb=1 " : "", kCli,
+                                        " explore ", Scenario(), " ", ExploreArgs(),
+                                        " --shard 1/2 --out ", out, " > /dev/null 2>&1"));
+    EXPECT_EQ(code, 1) << huge;  // the mutant's failures
+    files[huge] = ReadFile(out + "/shard-0001-of-0002.jsonl");
+  }
+  EXPECT_THAT(files[0], HasSubstr("\"end\":{\"runs\":"));
+  EXPECT_EQ(files[0], files[1]);
+}
+
 }  // namespace
 }  // namespace lockstep
