@@ -29,6 +29,7 @@
 #include "faults/explore.h"
 #include "faults/fault_kinds.h"
 #include "faults/mutants.h"
+#include "faults/replay_file.h"
 #include "faults/results_file.h"
 #include "faults/runner.h"
 #include "faults/shrink.h"
@@ -46,103 +47,6 @@ bool StderrIsTerminal(std::ostream& err) { return &RawStream(err) == &std::cerr 
 int Usage(std::ostream& err, std::string_view verb, const absl::Status& s, const FlagParser& f) {
   err << "lockstep " << verb << ": " << s.message() << "\n" << f.Usage();
   return kExitUsage;
-}
-
-struct LoadedReport {
-  Scenario scenario;
-  SimOptions options;
-  std::string verdict;
-  std::string trace_hash;
-  // The lockstep that wrote it (empty: not recorded, a report of a lockstep
-  // before 2026-12-05 or one written by hand).
-  std::string build;
-  // A replay bundle of lockstep explore / merge: its failure's signature and
-  // how many runs of the exploration had it.
-  bool bundle = false;
-  std::string signature;
-  uint64_t runs = 0;
-};
-
-// A report as lockstep sim --report writes it; an edited or truncated one is
-// InvalidArgument saying what is wrong, never an exception (issue 11).
-absl::StatusOr<LoadedReport> LoadReport(const std::string& path) {
-  absl::StatusOr<std::string> text = ReadInputFile(path, kMaxReportFileBytes, "reports");
-  if (!text.ok()) return text.status();
-  // A report lockstep wrote is nested a few levels deep.
-  if (!JsonNestedAtMost(*text, 64)) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "%s: not a JSON report (truncated, edited or nested over 64 deep? write one with lockstep "
-        "sim --report)",
-        path));
-  }
-  nlohmann::json j = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded() || !j.is_object()) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "%s: not a JSON report (truncated or edited? write one with lockstep sim --report)", path));
-  }
-  for (const char* key : {"scenario", "seed", "policy", "verdict", "trace_hash"}) {
-    if (!j.contains(key)) {
-      return absl::InvalidArgumentError(
-          absl::StrFormat("%s: report has no '%s' (written by lockstep sim --report?)", path, key));
-    }
-  }
-  if (!j["scenario"].is_object() || !j["scenario"].contains("yaml") ||
-      !j["scenario"]["yaml"].is_string() || !j["seed"].is_number_unsigned() ||
-      !j["policy"].is_string() || !j["verdict"].is_string() || !j["trace_hash"].is_string()) {
-    return absl::InvalidArgumentError(
-        absl::StrFormat("%s: report fields have the wrong types", path));
-  }
-  LoadedReport r;
-  r.verdict = j["verdict"].get<std::string>();
-  if (!ParseVerdict(r.verdict).ok()) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "%s: verdict %s is not a verdict lockstep gives", path, QuoteBytes(r.verdict)));
-  }
-  r.trace_hash = j["trace_hash"].get<std::string>();
-  if (r.trace_hash.size() != 18 || !r.trace_hash.starts_with("0x") ||
-      r.trace_hash.find_first_not_of("0123456789abcdef", 2) != std::string::npos) {
-    return absl::InvalidArgumentError(
-        absl::StrFormat("%s: trace_hash %s is not a trace hash (0x and 16 hex digits)", path,
-                        QuoteBytes(r.trace_hash)));
-  }
-  absl::StatusOr<Scenario> s =
-      ParseScenario(j["scenario"]["yaml"].get<std::string>(), path + " (scenario)", "");
-  if (!s.ok()) return s.status();
-  r.scenario = *std::move(s);
-  if (j["scenario"].contains("path") && j["scenario"]["path"].is_string()) {
-    r.scenario.path = j["scenario"]["path"].get<std::string>();
-  }
-  r.options.seed = j["seed"].get<uint64_t>();
-  r.options.policy = j["policy"].get<std::string>();
-  if (j.contains("schedule")) {
-    if (!j["schedule"].is_string()) {
-      return absl::InvalidArgumentError(absl::StrFormat("%s: schedule is not a string", path));
-    }
-    r.options.schedule = j["schedule"].get<std::string>();
-  }
-  if (j.contains("lockstep") && j["lockstep"].is_object() && j["lockstep"].contains("build")) {
-    const nlohmann::json& build = j["lockstep"]["build"];
-    if (!build.is_string() || build.get_ref<const std::string&>().size() > faults::kMaxBuildBytes) {
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "%s: lockstep.build is not a build of lockstep (a string of at most %d bytes)", path,
-          faults::kMaxBuildBytes));
-    }
-    r.build = build.get<std::string>();
-  }
-  if (j.contains("lockstep") && j["lockstep"].is_object() &&
-      j["lockstep"].contains("replay_bundle")) {
-    if (!j.contains("signature") || !j["signature"].is_string() || !j.contains("runs") ||
-        !j["runs"].is_number_unsigned()) {
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "%s: replay bundle without signature (a string) and runs (an integer); write one with "
-          "lockstep explore --out DIR or lockstep merge",
-          path));
-    }
-    r.bundle = true;
-    r.signature = j["signature"].get<std::string>();
-    r.runs = j["runs"].get<uint64_t>();
-  }
-  return r;
 }
 
 // The memory budget check of one run, or of `runs` concurrent runs of the
@@ -727,7 +631,7 @@ int RunReplay(std::span<const std::string> args, std::ostream& out, std::ostream
     err << "lockstep replay: " << budget.status().message() << "\n";
     return kExitUsage;
   }
-  absl::StatusOr<LoadedReport> report = LoadReport(path);
+  absl::StatusOr<faults::ReplayFile> report = faults::ReadReplayFile(path);
   if (!report.ok()) {
     err << "lockstep replay: " << report.status().message() << "\n";
     return kExitUsage;
@@ -742,7 +646,8 @@ int RunReplay(std::span<const std::string> args, std::ostream& out, std::ostream
   absl::StatusOr<SimResult> r =
       faults::SimulateWithFaults(report->scenario, report->options, registry);
   if (!r.ok()) {
-    err << "lockstep replay: " << r.status().message() << "\n";
+    // A policy or schedule this lockstep does not run, say: the file's.
+    err << "lockstep replay: " << path << ": " << r.status().message() << "\n";
     return kExitUsage;
   }
   const std::string verdict(VerdictName(r->verdict));
@@ -801,7 +706,7 @@ int RunShrink(std::span<const std::string> args, std::ostream& out, std::ostream
     err << "lockstep shrink: " << budget.status().message() << "\n";
     return kExitUsage;
   }
-  absl::StatusOr<LoadedReport> report = LoadReport(path);
+  absl::StatusOr<faults::ReplayFile> report = faults::ReadReplayFile(path);
   if (!report.ok()) {
     err << "lockstep shrink: " << report.status().message() << "\n";
     return kExitUsage;
@@ -819,7 +724,7 @@ int RunShrink(std::span<const std::string> args, std::ostream& out, std::ostream
   absl::StatusOr<faults::ShrinkResult> shrunk =
       faults::Shrink(report->scenario, report->options, registry, std::max(1, max_runs));
   if (!shrunk.ok()) {
-    err << "lockstep shrink: " << shrunk.status().message() << "\n";
+    err << "lockstep shrink: " << path << ": " << shrunk.status().message() << "\n";
     return shrunk.status().code() == absl::StatusCode::kFailedPrecondition ? kExitUnexpected
                                                                            : kExitUsage;
   }

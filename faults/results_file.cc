@@ -13,7 +13,6 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/string_view.h"
-#include "faults/runner.h"
 #include "sim/report/report.h"
 #include "sim/scenario/input_text.h"
 #include "sim/scenario/scenario_yaml.h"
@@ -652,40 +651,6 @@ absl::StatusOr<MergedExploration> MergeShards(std::vector<ShardFile> shards) {
   }
   merged.result = SummarizeOutcomes(merged.scenarios, std::move(outcomes));
   return merged;
-}
-
-absl::StatusOr<nlohmann::json> MakeReplayBundle(std::string_view build, const Scenario& scenario,
-                                                const ExploreOptions& options,
-                                                const FailureGroup& group) {
-  const SeedOutcome& run = group.smallest;
-  absl::StatusOr<Scenario> ran =
-      options.swarm ? WithSwarmFaults(scenario, run.seed) : absl::StatusOr<Scenario>(scenario);
-  if (!ran.ok()) return ran.status();
-  nlohmann::json b;
-  b["lockstep"] = {{"report_format", kReportFormat},
-                   {"tool", "lockstep explore"},
-                   {"replay_bundle", 1},
-                   {"build", build}};
-  b["scenario"] = {{"name", ran->name}, {"path", ran->path}, {"yaml", ScenarioToYaml(*ran)}};
-  b["seed"] = run.seed;
-  b["policy"] = run.policy;
-  b["schedule"] = options.schedule;
-  b["verdict"] = std::string(VerdictName(run.verdict));
-  b["summary"] = run.summary;
-  b["trace_hash"] = HexHash(run.trace_hash);
-  b["signature"] = group.signature;
-  b["runs"] = group.runs;
-  return b;
-}
-
-std::string BundleFileName(size_t number, const Scenario& scenario, const FailureGroup& group) {
-  std::string name = scenario.name.substr(0, 64);
-  for (char& c : name) {
-    const bool keep = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                      c == '-' || c == '_' || c == '.';
-    if (!keep) c = '_';
-  }
-  return absl::StrFormat("failure-%03d-%s-seed-%d.json", number, name, group.smallest.seed);
 }
 
 }  // namespace lockstep::faults

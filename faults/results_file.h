@@ -1,5 +1,5 @@
-// The result files of an exploration (lockstep explore --out DIR), and the
-// replay bundles of its failures.
+// The result files of an exploration (lockstep explore --out DIR). The replay
+// bundles of its failures: faults/replay_file.h.
 //
 // One file per shard, "shard-0003-of-0007.jsonl", in JSON lines (keys written sorted):
 //
@@ -112,17 +112,6 @@ struct MergedExploration {
   Unreadable unreadable;  // the exploration's unreadable entries (every shard has the same)
 };
 absl::StatusOr<MergedExploration> MergeShards(std::vector<ShardFile> shards);
-
-// The replay bundle of a failure group: a self-contained report (the format
-// lockstep replay and shrink read) of the group's smallest seed — the
-// scenario's YAML with its faults (swarm: the seed's draw) written out, the
-// seed, policy and schedule, the verdict and the expected trace hash — plus
-// the group's signature and size, and the build of lockstep that ran it.
-absl::StatusOr<nlohmann::json> MakeReplayBundle(std::string_view build, const Scenario& scenario,
-                                                const ExploreOptions& options,
-                                                const FailureGroup& group);
-// "failure-001-tp4-ep2-qwen3-h200-seed-1.json" for the `number`th group (from 1).
-std::string BundleFileName(size_t number, const Scenario& scenario, const FailureGroup& group);
 
 }  // namespace lockstep::faults
 

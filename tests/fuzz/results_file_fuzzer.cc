@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "faults/explore.h"
+#include "faults/replay_file.h"
 #include "faults/results_file.h"
 
 namespace {
