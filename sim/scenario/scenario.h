@@ -41,6 +41,12 @@ struct HardwareSpec {
   HopSpec network;           // between domains
 };
 
+// The model shapes a scenario accepts (the scenario parser's ranges; the
+// importer refuses a config.json outside them, naming its key).
+inline constexpr int64_t kMaxModelHidden = int64_t{1} << 20;
+inline constexpr int kMaxModelLayers = 10000;
+inline constexpr int kMaxAttentionHeads = 1 << 20;
+
 // What the dispatch depends on in a model.
 struct ModelSpec {
   std::string name;

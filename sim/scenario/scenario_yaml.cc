@@ -304,11 +304,11 @@ absl::Status ParseModelNode(const Reader& r, const YAML::Node& n, const std::str
   LS_RETURN_IF_ERROR(r.CheckKeys(n, path, kKeys));
   for (std::string_view k : {"name", "hidden", "layers"}) LS_RETURN_IF_ERROR(r.Require(n, path, k));
   LS_RETURN_IF_ERROR(r.String(n, path, "name", &m->name));
-  LS_RETURN_IF_ERROR(r.Int(n, path, "hidden", &m->hidden, 1, 1 << 20));
-  LS_RETURN_IF_ERROR(r.Int(n, path, "layers", &m->layers, 1, 10000));
+  LS_RETURN_IF_ERROR(r.Int(n, path, "hidden", &m->hidden, 1, kMaxModelHidden));
+  LS_RETURN_IF_ERROR(r.Int(n, path, "layers", &m->layers, 1, kMaxModelLayers));
   LS_RETURN_IF_ERROR(r.Bool(n, path, "moe", &m->moe));
-  LS_RETURN_IF_ERROR(r.Int(n, path, "attention_heads", &m->attention_heads, 1, 1 << 20));
-  LS_RETURN_IF_ERROR(r.Int(n, path, "first_moe_layer", &m->first_moe_layer, 0, 10000));
+  LS_RETURN_IF_ERROR(r.Int(n, path, "attention_heads", &m->attention_heads, 1, kMaxAttentionHeads));
+  LS_RETURN_IF_ERROR(r.Int(n, path, "first_moe_layer", &m->first_moe_layer, 0, kMaxModelLayers));
   LS_RETURN_IF_ERROR(r.Bool(n, path, "ar_norm_fusion", &m->ar_norm_fusion));
   LS_RETURN_IF_ERROR(r.String(n, path, "architecture", &m->architecture));
   LS_RETURN_IF_ERROR(r.Bool(n, path, "embedding_attn_tp_under_dp", &m->embedding_attn_tp_under_dp));

@@ -222,30 +222,54 @@ absl::StatusOr<ModelSpec> ResolveModel(const std::string& model_path, const Impo
     // Multimodal configs nest the language model's.
     const nlohmann::json& c =
         j.contains("text_config") && j["text_config"].is_object() ? j["text_config"] : j;
-    auto integer = [&](std::string_view key) -> std::optional<int64_t> {
+    // The integer `key`, when the config gives one (HF writes null for
+    // unset fields), in [lo, hi]: a value outside is refused, naming the
+    // key, rather than cut to fit.
+    auto integer = [&](std::string_view key, int64_t lo,
+                       int64_t hi) -> absl::StatusOr<std::optional<int64_t>> {
       const auto it = c.find(key);
       if (it == c.end() || !it->is_number_integer()) return std::nullopt;
-      return it->get<int64_t>();
+      const bool in_range = it->is_number_unsigned()
+                                ? it->get<uint64_t>() <= static_cast<uint64_t>(hi) &&
+                                      it->get<uint64_t>() >= static_cast<uint64_t>(lo)
+                                : it->get<int64_t>() >= lo && it->get<int64_t>() <= hi;
+      if (!in_range) {
+        return Usage(program, absl::StrFormat("%s: %s %s is out of range [%d, %d]", config, key,
+                                              it->dump(), lo, hi));
+      }
+      return std::optional<int64_t>(it->get<int64_t>());
     };
     ModelSpec m;
     m.name = base.empty() ? fs::path(config).parent_path().filename().string() : base;
     if (m.name.empty()) m.name = "model";
-    const std::optional<int64_t> hidden = integer("hidden_size");
-    const std::optional<int64_t> layers = integer("num_hidden_layers");
-    if (!hidden || !layers || *hidden < 1 || *layers < 1) {
+    const absl::StatusOr<std::optional<int64_t>> hidden =
+        integer("hidden_size", 1, kMaxModelHidden);
+    if (!hidden.ok()) return hidden.status();
+    const absl::StatusOr<std::optional<int64_t>> layers =
+        integer("num_hidden_layers", 1, kMaxModelLayers);
+    if (!layers.ok()) return layers.status();
+    if (!*hidden || !*layers) {
       return Usage(program,
                    absl::StrFormat("%s: needs integer hidden_size and num_hidden_layers", config));
     }
-    m.hidden = *hidden;
-    m.layers = static_cast<int>(std::min<int64_t>(*layers, 10000));
-    if (const auto heads = integer("num_attention_heads"))
-      m.attention_heads = static_cast<int>(*heads);
+    m.hidden = **hidden;
+    m.layers = static_cast<int>(**layers);
+    const absl::StatusOr<std::optional<int64_t>> heads =
+        integer("num_attention_heads", 1, kMaxAttentionHeads);
+    if (!heads.ok()) return heads.status();
+    if (*heads) m.attention_heads = static_cast<int>(**heads);
     for (std::string_view key : {"n_routed_experts", "num_experts", "num_local_experts"}) {
-      if (const auto e = integer(key); e && *e > 0) m.moe = true;
+      const absl::StatusOr<std::optional<int64_t>> experts = integer(key, 0, int64_t{1} << 20);
+      if (!experts.ok()) return experts.status();
+      if (*experts && **experts > 0) m.moe = true;
     }
-    if (const auto dense = integer("first_k_dense_replace"); m.moe && dense) {
-      m.first_moe_layer = static_cast<int>(std::min<int64_t>(*dense, m.layers - 1));
-    }
+    const absl::StatusOr<std::optional<int64_t>> dense =
+        integer("first_k_dense_replace", 0, kMaxModelLayers);
+    if (!dense.ok()) return dense.status();
+    // A config cut to fewer layers than its dense prefix (a debugging copy of
+    // DeepSeek-V3's, say) keeps its last layer MoE.
+    if (m.moe && *dense)
+      m.first_moe_layer = static_cast<int>(std::min<int64_t>(**dense, m.layers - 1));
     const auto arch = j.find("architectures");
     if (arch != j.end() && arch->is_array() && !arch->empty() && arch->front().is_string()) {
       m.architecture = arch->front().get<std::string>();
@@ -659,8 +683,19 @@ absl::StatusOr<ImportedScenario> ImportVllmFlags(std::span<const std::string> ar
     s.model.draft_projection = GroupRole::kAttnTp;
     notes.push_back("speculative decoding: the draft projection reduced over attention TP");
     // vLLM's SpeculativeConfig: num_speculative_tokens is the draft's length.
-    const nlohmann::json config = nlohmann::json::parse(*spec, nullptr, false);
-    if (config.is_object() && config.contains("num_speculative_tokens")) {
+    // vLLM reads the flag as a JSON object of its fields (json.loads) and
+    // refuses anything else.
+    const nlohmann::json config = JsonNestedAtMost(*spec, 16)
+                                      ? nlohmann::json::parse(*spec, nullptr, false)
+                                      : nlohmann::json(nlohmann::json::value_t::discarded);
+    if (!config.is_object()) {
+      return Usage(program,
+                   absl::StrFormat("--speculative-config %s: not a JSON object of "
+                                   "SpeculativeConfig's fields, e.g. "
+                                   "'{\"method\": \"eagle\", \"num_speculative_tokens\": 3}'",
+                                   QuoteBytes(*spec)));
+    }
+    if (config.contains("num_speculative_tokens")) {
       const nlohmann::json& k = config["num_speculative_tokens"];
       if (!k.is_number_integer() || k.get<int64_t>() < 1 || k.get<int64_t>() > (1 << 16)) {
         return Usage(program, absl::StrFormat("--speculative-config: num_speculative_tokens "

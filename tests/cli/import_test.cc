@@ -186,5 +186,76 @@ TEST(ImportTest, SpeculativeFlagsCarryTheContextLimitAndTheDraftLength) {
   EXPECT_THAT(bad.err, HasSubstr("num_speculative_tokens must be an integer"));
 }
 
+// A config.json is refused where a number in it is outside what a scenario
+// takes, naming the file and the key, never cut to fit (a head count of
+// 2^32 + 8 once became 8; 2^63 layers became 10 000).
+TEST(ImportTest, ConfigNumbersOutsideTheScenarioRangesAreRefusedByKey) {
+  const std::string dir = Scratch() + "/configs";
+  std::filesystem::create_directories(dir);
+  const struct {
+    std::string fields;
+    std::string says;
+  } cases[] = {
+      {R"("hidden_size": 4611686018427387904, "num_hidden_layers": 2)",
+       "hidden_size 4611686018427387904 is out of range [1, 1048576]"},
+      {R"("hidden_size": 4096, "num_hidden_layers": 9223372036854775807)",
+       "num_hidden_layers 9223372036854775807 is out of range [1, 10000]"},
+      {R"("hidden_size": 4096, "num_hidden_layers": 0)",
+       "num_hidden_layers 0 is out of range [1, 10000]"},
+      {R"("hidden_size": 4096, "num_hidden_layers": 2, "num_attention_heads": 4294967304)",
+       "num_attention_heads 4294967304 is out of range [1, 1048576]"},
+      {R"("hidden_size": 4096, "num_hidden_layers": 2, "num_attention_heads": -8)",
+       "num_attention_heads -8 is out of range [1, 1048576]"},
+      {R"("hidden_size": 4096, "num_hidden_layers": 2, "n_routed_experts": -1)",
+       "n_routed_experts -1 is out of range [0, 1048576]"},
+      {R"("hidden_size": 4096, "num_hidden_layers": 4, "n_routed_experts": 8,
+          "first_k_dense_replace": -5)",
+       "first_k_dense_replace -5 is out of range [0, 10000]"},
+      {R"("hidden_size": 4096, "num_hidden_layers": 2,
+          "num_attention_heads": 18446744073709551615)",
+       "num_attention_heads 18446744073709551615 is out of range"},
+  };
+  for (const auto& c : cases) {
+    const std::string config = dir + "/config.json";
+    std::ofstream(config) << "{" << c.fields << "}";
+    const absl::StatusOr<ImportedScenario> s =
+        ImportSglangFlags(std::vector<std::string>{"--model-path", "x/y", "--tp", "2"}, [&] {
+          ImportOptions o = Options();
+          o.model_config = config;
+          return o;
+        }());
+    ASSERT_FALSE(s.ok()) << c.fields;
+    EXPECT_THAT(std::string(s.status().message()), HasSubstr(config + ": " + c.says)) << c.fields;
+  }
+  // A config cut to fewer layers than its dense prefix keeps its last layer MoE.
+  const std::string config = dir + "/config.json";
+  std::ofstream(config) << R"({"hidden_size": 4096, "num_hidden_layers": 2,
+                               "n_routed_experts": 8, "first_k_dense_replace": 3,
+                               "num_attention_heads": 32})";
+  ImportOptions o = Options();
+  o.model_config = config;
+  const absl::StatusOr<ImportedScenario> s =
+      ImportSglangFlags(std::vector<std::string>{"--model-path", "x/y", "--tp", "2"}, o);
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_TRUE(s->scenario.model.moe);
+  EXPECT_EQ(s->scenario.model.first_moe_layer, 1);
+  EXPECT_EQ(s->scenario.model.attention_heads, 32);
+}
+
+// vLLM reads --speculative-config as a JSON object; anything else is refused,
+// not taken as speculative decoding with the default draft.
+TEST(ImportTest, ASpeculativeConfigThatIsNotAJsonObjectIsRefused) {
+  for (const std::string& spec :
+       std::vector<std::string>{"eagle", "[1, 2]", "3", std::string(100, '[')}) {
+    const absl::StatusOr<ImportedScenario> s = ImportVllmFlags(
+        std::vector<std::string>{ModelDir(), "-tp", "8", "--speculative-config", spec}, Options());
+    ASSERT_FALSE(s.ok()) << spec;
+    EXPECT_THAT(std::string(s.status().message()),
+                HasSubstr("--speculative-config '" + spec.substr(0, 10)))
+        << spec;
+    EXPECT_THAT(std::string(s.status().message()), HasSubstr("not a JSON object")) << spec;
+  }
+}
+
 }  // namespace
 }  // namespace lockstep::cli
