@@ -2,7 +2,7 @@
 // `ctest -L fuzz` runs the corpus with any compiler (the libFuzzer builds need
 // clang). Linked once per target (scenario_parser_fuzzer.cc,
 // simulate_fuzzer.cc, results_file_fuzzer.cc, decision_log_fuzzer.cc,
-// replay_file_fuzzer.cc), with
+// replay_file_fuzzer.cc, import_fuzzer.cc), with
 // that target's corpus directories (LOCKSTEP_FUZZ_CORPUS, comma-separated,
 // under the source root) and the fewest files they hold
 // (LOCKSTEP_FUZZ_CORPUS_MIN). Inputs that once crashed a target live in its
