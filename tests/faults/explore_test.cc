@@ -20,6 +20,7 @@
 #include "sim/report/report.h"
 #include "sim/scenario/scenario_yaml.h"
 #include "sim/sim_run.h"
+#include "tests/catalogue_scenarios.h"
 #include "tests/property_seeds.h"
 #include "tests/sanitizer_build.h"
 
@@ -29,14 +30,8 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-std::string Topologies() { return LOCKSTEP_SOURCE_DIR "/topologies"; }
-
-Scenario Load(const std::string& relative) {
-  absl::StatusOr<Scenario> s =
-      LoadScenarioFile(Topologies() + "/scenarios/" + relative, Topologies());
-  EXPECT_TRUE(s.ok()) << s.status();
-  return s.ok() ? *s : Scenario{};
-}
+using testing::Topologies;
+Scenario Load(const std::string& relative) { return testing::LoadCatalogueScenario(relative); }
 
 TEST(ExploreTest, ResultsAreIdenticalForAnyNumberOfJobs) {
   const std::vector<Scenario> scenarios = {Load("tp4-ep2-qwen3-h200.yaml"),

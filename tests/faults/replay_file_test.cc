@@ -8,6 +8,7 @@
 #include "gtest/gtest.h"
 #include "sim/report/report.h"
 #include "sim/scenario/scenario_yaml.h"
+#include "tests/catalogue_scenarios.h"
 
 namespace lockstep::faults {
 namespace {
@@ -15,14 +16,7 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
 
-std::string Topologies() { return LOCKSTEP_SOURCE_DIR "/topologies"; }
-
-Scenario Load(const std::string& relative) {
-  absl::StatusOr<Scenario> s =
-      LoadScenarioFile(Topologies() + "/scenarios/" + relative, Topologies());
-  EXPECT_TRUE(s.ok()) << s.status();
-  return s.ok() ? *s : Scenario{};
-}
+Scenario Load(const std::string& relative) { return testing::LoadCatalogueScenario(relative); }
 
 TEST(ReplayFileTest, AReportReadsBackAsTheRunItRecords) {
   const Scenario scenario = Load("faults/tp2-pcie-lost-write.yaml");
