@@ -7,6 +7,7 @@
 # includes are project headers, angle includes are the standard library or a
 # dependency. dispatch/ is the product core: besides itself it may include only
 # Abseil and the standard library. tests/, bench/ and tools/ sit on top.
+# Inside sim/, its concept folders are ordered the same way (sim_folders below).
 #
 #   cmake -DSOURCE_DIR=<repo> -P cmake/CheckIncludeLayers.cmake
 # exits non-zero and lists every include that points up.
@@ -26,6 +27,13 @@ set(allowed_faults "faults;sim;kernels/protocol;dispatch")
 set(allowed_hw "hw;faults;sim;kernels/cuda;kernels/protocol;dispatch")
 set(allowed_cli "cli;hw;faults;sim;kernels/cuda;kernels/protocol;dispatch")
 set(layers dispatch kernels/protocol kernels/cuda sim faults hw cli)
+
+# Inside sim/ the concept folders are layers too, from the bottom up
+# (docs/ARCHITECTURE.md): each may include its own folder and those below it,
+# and none but report/ the top-level files (simulation.h, sim_run.h, ...),
+# which assemble them.
+set(sim_folders scenario replica runtime memory report)
+list(FIND sim_folders report sim_report)
 
 # Folders a quoted include can name (anything else is a dependency's header
 # found through its own include path, e.g. "absl/..." or "nlohmann/...").
@@ -54,6 +62,22 @@ foreach(layer IN LISTS layers)
         endforeach()
         if(NOT ok)
           list(APPEND violations "${rel}: includes \"${target}\", above layer ${layer}")
+        elseif(layer STREQUAL "sim" AND top STREQUAL "sim")
+          # The including file's sim/ folder and the included one's ("" for
+          # a top-level file), by their index in sim_folders.
+          string(REGEX MATCH "^sim/([^/]+)/" _ "${rel}")
+          list(FIND sim_folders "${CMAKE_MATCH_1}" from)
+          string(REGEX MATCH "^sim/([^/]+)/" _ "${target}")
+          list(FIND sim_folders "${CMAKE_MATCH_1}" to)
+          if(from GREATER_EQUAL 0 AND to LESS 0 AND NOT from EQUAL sim_report)
+            list(APPEND violations
+                 "${rel}: includes \"${target}\", a top-level sim/ file, from below it")
+          elseif(from GREATER_EQUAL 0 AND to GREATER from)
+            list(GET sim_folders ${to} above)
+            list(GET sim_folders ${from} here)
+            list(APPEND violations
+                 "${rel}: includes \"${target}\", but sim/${above}/ is above sim/${here}/")
+          endif()
         endif()
       elseif(layer STREQUAL "dispatch" AND NOT top STREQUAL "absl" AND target MATCHES "[/.]")
         # dispatch/: Abseil and the standard library only (standard headers

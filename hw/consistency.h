@@ -15,7 +15,7 @@
 #include "dispatch/group_layout.h"
 #include "hw/bounded_wait.h"
 #include "sim/replica/site.h"
-#include "sim/report/finding.h"
+#include "sim/scenario/finding.h"
 
 namespace lockstep::hw {
 

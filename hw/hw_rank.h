@@ -27,7 +27,7 @@
 #include "sim/replica/site.h"
 #include "sim/replica/trace.h"
 #include "sim/replica/workload_program.h"
-#include "sim/report/finding.h"
+#include "sim/scenario/finding.h"
 #include "sim/scenario/scenario.h"
 
 namespace lockstep::hw {

@@ -10,8 +10,8 @@
 #include "dispatch/layer_boundary.h"
 #include "dispatch/pr30700_policy.h"
 #include "dispatch/workspace.h"
+#include "sim/memory/sim_context.h"
 #include "sim/replica/call_count.h"
-#include "sim/runtime/context.h"
 #include "sim/runtime/fiber.h"
 #include "sim/scenario/hardware_model.h"
 

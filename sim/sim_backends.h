@@ -7,8 +7,8 @@
 #include "dispatch/backend.h"
 #include "sim/memory/custom_allreduce_memory.h"
 #include "sim/memory/nccl_comm.h"
+#include "sim/memory/sim_context.h"
 #include "sim/memory/workspace_memory.h"
-#include "sim/runtime/context.h"
 #include "sim/runtime/fault_plan.h"
 
 namespace lockstep {

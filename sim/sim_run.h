@@ -20,13 +20,13 @@
 #include "sim/memory/data.h"
 #include "sim/memory/nccl_comm.h"
 #include "sim/memory/relaxed_visibility.h"
+#include "sim/memory/sim_context.h"
 #include "sim/memory/workspace_memory.h"
 #include "sim/replica/group_wiring.h"
 #include "sim/replica/replica_config.h"
 #include "sim/replica/site.h"
-#include "sim/runtime/context.h"
 #include "sim/sim_backends.h"
-#include "sim/simulation.h"
+#include "sim/sim_result.h"
 
 namespace lockstep {
 

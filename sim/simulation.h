@@ -18,71 +18,12 @@
 #ifndef LOCKSTEP_SIM_SIMULATION_H_
 #define LOCKSTEP_SIM_SIMULATION_H_
 
-#include <cstdint>
-#include <functional>
-#include <optional>
-#include <string>
-#include <vector>
-
 #include "absl/status/statusor.h"
 #include "dispatch/policy.h"
-#include "nlohmann/json.hpp"
-#include "sim/replica/trace.h"
-#include "sim/report/finding.h"
 #include "sim/scenario/scenario.h"
-#include "sim/scenario/verdict.h"
+#include "sim/sim_result.h"
 
 namespace lockstep {
-
-class SimRun;
-class SimFaultPlan;
-
-struct SimOptions {
-  uint64_t seed = 1;
-  std::string policy;  // empty: the scenario's dispatch.policy
-  std::string schedule = "random";
-  bool exact_provenance = false;  // name contributors without a rerun (slower)
-  bool keep_trace = true;         // keep events for the trace file
-  bool keep_decisions = true;     // keep decision records (explains hangs)
-  // Fill SimResult::decision_log (needs keep_decisions).
-  bool keep_decision_log = false;
-  // Decision records held before the run first drops those no report can
-  // name (CompactDecisionLogs, sim/report/analysis.h); later limits double
-  // what stayed. 0: the default, kMinDecisionLogCompaction. Tests set it low
-  // to compact at every few calls.
-  uint64_t compact_decisions_at = 0;
-  // The faults of the run (faults/ builds them from the scenario's list or a
-  // swarm draw). Required when the scenario declares faults. Not owned.
-  SimFaultPlan* faults = nullptr;
-  // Called once the run is built, before any rank runs (tests reach into
-  // sim_run.h through it).
-  std::function<void(SimRun&)> customize;
-};
-
-struct SimResult {
-  Verdict verdict = Verdict::kClean;
-  // The detector that gave the verdict (sim/report/finding.h); none for clean.
-  std::optional<Detector> detector;
-  std::string summary;
-  nlohmann::json details;
-  std::string policy;
-  uint64_t trace_hash = 0;
-  uint64_t rank_calls = 0;  // dispatched all-reduces, all ranks together
-  uint64_t schedule_steps = 0;
-  int64_t virtual_ns = 0;    // latest rank clock
-  bool exact_rerun = false;  // the verdict's details come from an exact-provenance rerun
-  // Under `memory: relaxed`: the stores that reached their peer late (in
-  // flight, then landed); 0 with immediate visibility.
-  uint64_t relaxed_stores = 0;
-  // Where SGLang 0.5.23 sends calls to a backend lockstep does not implement,
-  // and what lockstep ran in its place (docs/FIDELITY.md); empty: none.
-  std::vector<std::string> unmodelled;
-  std::vector<TraceEvent> trace_events;
-  std::string wait_for_dot;  // Graphviz DOT of the wait-for graph (hangs only)
-  // With keep_decision_log: each rank's decision log (sim/report/decision_log.h),
-  // its header first, then one entry per dispatched call.
-  std::vector<std::vector<nlohmann::json>> decision_log;
-};
 
 absl::StatusOr<SimResult> Simulate(const Scenario& scenario, const SimOptions& options,
                                    const PolicyRegistry& registry);

@@ -15,7 +15,7 @@
 #include "sim/memory/data.h"
 #include "sim/memory/lamport_buffer.h"
 #include "sim/memory/member_index.h"
-#include "sim/runtime/context.h"
+#include "sim/memory/sim_context.h"
 
 namespace lockstep {
 

@@ -16,8 +16,8 @@
 #include "dispatch/stable_hash.h"
 #include "kernels/protocol/lamport.h"
 #include "sim/memory/run_list.h"
+#include "sim/memory/sim_context.h"
 #include "sim/replica/site.h"
-#include "sim/runtime/context.h"
 
 namespace lockstep {
 

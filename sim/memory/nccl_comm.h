@@ -17,7 +17,7 @@
 #include "dispatch/dtype.h"
 #include "sim/memory/data.h"
 #include "sim/memory/member_index.h"
-#include "sim/runtime/context.h"
+#include "sim/memory/sim_context.h"
 
 namespace lockstep {
 

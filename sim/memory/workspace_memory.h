@@ -18,7 +18,7 @@
 #include "sim/memory/lamport_buffer.h"
 #include "sim/memory/member_index.h"
 #include "sim/memory/run_list.h"
-#include "sim/runtime/context.h"
+#include "sim/memory/sim_context.h"
 
 namespace lockstep {
 

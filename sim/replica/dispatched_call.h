@@ -16,7 +16,7 @@
 #include "dispatch/tensor.h"
 #include "sim/replica/site.h"
 #include "sim/replica/trace.h"
-#include "sim/report/finding.h"
+#include "sim/scenario/finding.h"
 
 namespace lockstep {
 

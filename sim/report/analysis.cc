@@ -1,5 +1,5 @@
 // The end-of-run analysis: what a finished simulated run found. The deadlock
-// and dead-rank detectors live here (sim/report/finding.h lists them all);
+// and dead-rank detectors live here (sim/scenario/finding.h lists them all);
 // the others report their finding while the run goes on.
 
 #include "sim/report/analysis.h"

@@ -7,8 +7,8 @@
 #ifndef LOCKSTEP_SIM_REPORT_ANALYSIS_H_
 #define LOCKSTEP_SIM_REPORT_ANALYSIS_H_
 
+#include "sim/sim_result.h"
 #include "sim/sim_run.h"
-#include "sim/simulation.h"
 
 namespace lockstep {
 

@@ -8,7 +8,7 @@
 
 #include "nlohmann/json.hpp"
 #include "sim/scenario/scenario.h"
-#include "sim/simulation.h"
+#include "sim/sim_result.h"
 
 namespace lockstep {
 

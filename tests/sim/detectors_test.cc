@@ -3,7 +3,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "sim/report/finding.h"
+#include "sim/scenario/finding.h"
 
 namespace lockstep {
 namespace {

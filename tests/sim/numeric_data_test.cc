@@ -14,7 +14,7 @@
 #include "absl/strings/str_format.h"
 #include "gtest/gtest.h"
 #include "sim/memory/data.h"
-#include "sim/runtime/context.h"
+#include "sim/memory/sim_context.h"
 #include "tests/sim/sim_test_util.h"
 
 namespace lockstep {

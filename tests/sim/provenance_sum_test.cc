@@ -15,7 +15,7 @@
 #include "gtest/gtest.h"
 #include "sim/memory/data.h"
 #include "sim/memory/nccl_comm.h"
-#include "sim/runtime/context.h"
+#include "sim/memory/sim_context.h"
 #include "tests/sim/sim_test_util.h"
 
 namespace lockstep {

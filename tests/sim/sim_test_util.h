@@ -9,7 +9,7 @@
 #include <string>
 
 #include "gtest/gtest.h"
-#include "sim/runtime/context.h"
+#include "sim/memory/sim_context.h"
 #include "sim/runtime/scheduler.h"
 #include "sim/scenario/scenario_yaml.h"
 #include "sim/simulation.h"

@@ -1,4 +1,4 @@
-#include "sim/report/finding.h"
+#include "sim/scenario/finding.h"
 
 #include <array>
 

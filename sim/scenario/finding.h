@@ -5,8 +5,8 @@
 // finding ends a simulated run; the hardware runner merges every rank's by
 // Severity() (sim/scenario/verdict.h).
 
-#ifndef LOCKSTEP_SIM_REPORT_FINDING_H_
-#define LOCKSTEP_SIM_REPORT_FINDING_H_
+#ifndef LOCKSTEP_SIM_SCENARIO_FINDING_H_
+#define LOCKSTEP_SIM_SCENARIO_FINDING_H_
 
 #include <cstdint>
 #include <span>
@@ -61,4 +61,4 @@ struct Finding {
 
 }  // namespace lockstep
 
-#endif  // LOCKSTEP_SIM_REPORT_FINDING_H_
+#endif  // LOCKSTEP_SIM_SCENARIO_FINDING_H_

@@ -1,9 +1,12 @@
 // State shared by every part of one simulated run: the scenario, the layout,
 // the hardware model, the scheduler, data stores, virtual clocks, the trace,
-// and the first finding (which ends the run).
+// and the first finding (which ends the run). It lives with the simulated
+// memory that works on it (communicators block ranks through its scheduler,
+// workspaces read its clocks, the checks keep its contributor sets), above
+// the fibers and scheduler of sim/runtime/ (docs/ARCHITECTURE.md).
 
-#ifndef LOCKSTEP_SIM_RUNTIME_CONTEXT_H_
-#define LOCKSTEP_SIM_RUNTIME_CONTEXT_H_
+#ifndef LOCKSTEP_SIM_MEMORY_SIM_CONTEXT_H_
+#define LOCKSTEP_SIM_MEMORY_SIM_CONTEXT_H_
 
 #include <algorithm>
 #include <bit>
@@ -20,9 +23,9 @@
 #include "nlohmann/json.hpp"
 #include "sim/memory/value.h"
 #include "sim/replica/trace.h"
-#include "sim/report/finding.h"
 #include "sim/runtime/fault_plan.h"
 #include "sim/runtime/scheduler.h"
+#include "sim/scenario/finding.h"
 #include "sim/scenario/hardware_model.h"
 #include "sim/scenario/scenario.h"
 #include "sim/scenario/verdict.h"
@@ -142,4 +145,4 @@ struct SimContext {
 
 }  // namespace lockstep
 
-#endif  // LOCKSTEP_SIM_RUNTIME_CONTEXT_H_
+#endif  // LOCKSTEP_SIM_MEMORY_SIM_CONTEXT_H_
