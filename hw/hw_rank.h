@@ -20,7 +20,7 @@
 #include "dispatch/policy.h"
 #include "hw/bounded_wait.h"
 #include "hw/gpu_wiring.h"
-#include "hw/hw_runner.h"
+#include "hw/hw_result.h"
 #include "sim/replica/group_wiring.h"
 #include "sim/replica/replica_config.h"
 #include "sim/replica/replica_faults.h"
