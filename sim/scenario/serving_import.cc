@@ -344,6 +344,29 @@ absl::StatusOr<std::vector<int64_t>> IntList(const Given& g, std::string_view pr
   return out;
 }
 
+// The imported workload: two decode steps, over the model's first layers (two,
+// or through the first two MoE layers), at the batch sizes the deployment
+// captures graphs for: `sizes_flag`'s list, else 1, 8 and `max_flag` (256
+// when that is not given either). SGLang and vLLM differ only in the flags'
+// names.
+absl::Status SetDecodeWorkload(Flags& f, const std::string& sizes_flag, const std::string& max_flag,
+                               Scenario& s) {
+  WorkloadSpec& w = s.workload;
+  w.steps = 2;
+  w.layers = std::min(s.model.layers, s.model.moe ? s.model.first_moe_layer + 2 : 2);
+  std::vector<int64_t> sizes;
+  if (const Given* bs = f.Get(sizes_flag)) {
+    absl::StatusOr<std::vector<int64_t>> list = IntList(*bs, f.program());
+    if (!list.ok()) return list.status();
+    sizes = *std::move(list);
+  }
+  absl::StatusOr<int> max_bs = f.Int(max_flag, 0, 1, 1 << 20);
+  if (!max_bs.ok()) return max_bs.status();
+  if (sizes.empty()) sizes = {1, 8, *max_bs > 0 ? *max_bs : 256};
+  w.tokens = TokensOf(std::move(sizes));
+  return absl::OkStatus();
+}
+
 // The scenario, written and read back: whatever lockstep's own validation
 // refuses (the layout, the hardware's size) is refused here, with its message.
 absl::StatusOr<ImportedScenario> Finish(Scenario s, std::vector<std::string> notes,
@@ -463,19 +486,11 @@ absl::StatusOr<ImportedScenario> ImportSglangFlags(std::span<const std::string> 
   }
 
   // The workload: decode steps at the captured batch sizes.
-  WorkloadSpec& w = s.workload;
-  w.steps = 2;
-  w.layers = std::min(s.model.layers, s.model.moe ? s.model.first_moe_layer + 2 : 2);
-  std::vector<int64_t> sizes;
-  if (const Given* bs = f.Get("cuda_graph_bs_decode")) {
-    absl::StatusOr<std::vector<int64_t>> list = IntList(*bs, program);
-    if (!list.ok()) return list.status();
-    sizes = *list;
+  if (absl::Status st = SetDecodeWorkload(f, "cuda_graph_bs_decode", "cuda_graph_max_bs_decode", s);
+      !st.ok()) {
+    return st;
   }
-  absl::StatusOr<int> max_bs = f.Int("cuda_graph_max_bs_decode", 0, 1, 1 << 20);
-  if (!max_bs.ok()) return max_bs.status();
-  if (sizes.empty()) sizes = {1, 8, *max_bs > 0 ? *max_bs : 256};
-  w.tokens = TokensOf(sizes);
+  WorkloadSpec& w = s.workload;
   notes.push_back(absl::StrFormat("workload: 2 decode steps of %s tokens over %d layers",
                                   absl::StrJoin(w.tokens, ", "), w.layers));
   if (const std::optional<std::string> spec = f.String("speculative_algorithm")) {
@@ -662,19 +677,10 @@ absl::StatusOr<ImportedScenario> ImportVllmFlags(std::span<const std::string> ar
     if (!t.ok()) return t.status();
     d.dtype = *t;
   }
-  WorkloadSpec& w = s.workload;
-  w.steps = 2;
-  w.layers = std::min(s.model.layers, s.model.moe ? s.model.first_moe_layer + 2 : 2);
-  std::vector<int64_t> sizes;
-  if (const Given* bs = f.Get("cuda_graph_sizes")) {
-    absl::StatusOr<std::vector<int64_t>> list = IntList(*bs, program);
-    if (!list.ok()) return list.status();
-    sizes = *list;
+  if (absl::Status st = SetDecodeWorkload(f, "cuda_graph_sizes", "max_num_seqs", s); !st.ok()) {
+    return st;
   }
-  absl::StatusOr<int> max_seqs = f.Int("max_num_seqs", 0, 1, 1 << 20);
-  if (!max_seqs.ok()) return max_seqs.status();
-  if (sizes.empty()) sizes = {1, 8, *max_seqs > 0 ? *max_seqs : 256};
-  w.tokens = TokensOf(sizes);
+  WorkloadSpec& w = s.workload;
   if (f.Bool("enforce_eager")) notes.push_back("--enforce-eager: no CUDA graphs (not modelled)");
   if (const std::optional<std::string> spec = f.String("speculative_config")) {
     absl::StatusOr<int> max_len = f.Int("max_model_len", 0, 1, 1 << 30);
