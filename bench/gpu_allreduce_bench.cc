@@ -365,7 +365,7 @@ absl::StatusOr<LamportLaunch> CustomLaunch(Rig& rig, int d, int64_t bytes, bool 
   DecisionRecord record;
   record.backend = BackendKind::kCustom;
   record.kernel_flags = kReferenceCustomKernelFlags;
-  ConfigureCustomV2Launch(agreed, call, record);
+  ConfigureCustomV2Launch(agreed, AgreedCustomV2Config(agreed), call, record);
   const auto i = static_cast<size_t>(d);
   return rig.custom_backends[i]->MakeLaunch(
       call.tensor, rig.in[i], rig.out[i], record,

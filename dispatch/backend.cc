@@ -104,7 +104,17 @@ bool FusedNormPredicatesHold(const FusedAgreedState& s, const CallDesc& call, De
   return PerDimensionFits(*ws, t, r);
 }
 
+CustomV2Config AgreedCustomV2Config(const CustomAgreedState& s) {
+  if (s.generation < 2) return CustomV2Config{};
+  return CustomV2ConfigFor(s.sm, s.group_world_size, s.max_bytes);
+}
+
 bool CustomPredicatesHold(const CustomAgreedState& s, const CallDesc& call, DecisionRecord& r) {
+  return CustomPredicatesHold(s, AgreedCustomV2Config(s), call, r);
+}
+
+bool CustomPredicatesHold(const CustomAgreedState& s, const CustomV2Config& config,
+                          const CallDesc& call, DecisionRecord& r) {
   const TensorDesc& t = call.tensor;
   r.custom_available = s.available;
   r.custom_max_bytes = s.max_bytes;
@@ -121,7 +131,6 @@ bool CustomPredicatesHold(const CustomAgreedState& s, const CallDesc& call, Deci
   if (!r.Check(Predicate::kSameNode, s.same_node)) return false;
   if (s.generation >= 2) {
     // _pick_config returns a config (custom_all_reduce_v2.py:385-398, 401-414).
-    const CustomV2Config config = CustomV2ConfigFor(s.sm, w, s.max_bytes);
     const bool graph = call.context.graph_capture && s.graph_inputs;
     r.custom_max_bytes = (graph ? config.graph : config.eager).MaxBytes();
     return r.Check(Predicate::kBytesBelowMax,
@@ -131,8 +140,8 @@ bool CustomPredicatesHold(const CustomAgreedState& s, const CallDesc& call, Deci
                  s.max_inclusive ? t.bytes() <= s.max_bytes : t.bytes() < s.max_bytes);
 }
 
-void ConfigureCustomV2Launch(const CustomAgreedState& s, const CallDesc& call, DecisionRecord& r) {
-  const CustomV2Config config = CustomV2ConfigFor(s.sm, s.group_world_size, s.max_bytes);
+void ConfigureCustomV2Launch(const CustomAgreedState& s, const CustomV2Config& config,
+                             const CallDesc& call, DecisionRecord& r) {
   const bool graph = call.context.graph_capture && s.graph_inputs;
   r.algorithm = SelectCustomV2Algorithm(config, call.tensor.bytes(), graph);
   r.blocks = IsCustomPush(r.algorithm) ? config.push_blocks : config.pull_blocks;

@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "absl/status/status.h"
+#include "dispatch/custom_launch.h"
 #include "dispatch/decision.h"
 #include "dispatch/fused_launch.h"
 #include "dispatch/rank_local_state.h"
@@ -131,26 +132,43 @@ struct CustomAgreedState {
 // bytes % 16 == 0; contiguous; a served world size; NVLink (v1: or world 2);
 // one node (v2: or one NVLink clique); bytes within the size bound (v2: the
 // largest size an algorithm of the call's context serves, graph or eager).
+// `v2` is the state's v2 configuration (AgreedCustomV2Config(state)), which the
+// backend computes once when its state is set; the overload without it
+// computes it for this call.
+bool CustomPredicatesHold(const CustomAgreedState& state, const CustomV2Config& v2,
+                          const CallDesc& call, DecisionRecord& record);
 bool CustomPredicatesHold(const CustomAgreedState& state, const CallDesc& call,
                           DecisionRecord& record);
 
+// The v2 configuration of an agreed state: the tuned table of its platform and
+// group size, clipped to its bound (CustomV2ConfigFor); empty below v2.
+CustomV2Config AgreedCustomV2Config(const CustomAgreedState& state);
+
 // The launch of a v2 call the predicates admitted: its algorithm, grid and
 // whether it reads registered graph inputs (dispatch/custom_launch.h).
-void ConfigureCustomV2Launch(const CustomAgreedState& state, const CallDesc& call,
-                             DecisionRecord& record);
+void ConfigureCustomV2Launch(const CustomAgreedState& state, const CustomV2Config& v2,
+                             const CallDesc& call, DecisionRecord& record);
 
 class CustomAllReduceBackend : public CommBackend {
  public:
   BackendKind kind() const final { return BackendKind::kCustom; }
   bool CanUse(const CallDesc& call, DecisionRecord& record) const final {
-    return CustomPredicatesHold(agreed_, call, record);
+    return CustomPredicatesHold(agreed_, v2_, call, record);
   }
 
   const CustomAgreedState& agreed() const { return agreed_; }
-  void set_agreed(const CustomAgreedState& state) { agreed_ = state; }
+  // The agreed state's v2 configuration, computed when the state is set: a
+  // function of the state alone that every call's predicates and launch read
+  // (it was a third of a decision's time, computed twice per call).
+  const CustomV2Config& v2_config() const { return v2_; }
+  void set_agreed(const CustomAgreedState& state) {
+    agreed_ = state;
+    v2_ = AgreedCustomV2Config(state);
+  }
 
  private:
   CustomAgreedState agreed_;
+  CustomV2Config v2_;
 };
 
 // NCCL: the end of the chain; serves every call.

@@ -98,7 +98,7 @@ void DispatchPolicy::ConfigureCustomLaunch(const GroupBackends& b, const CallDes
                                            DecisionRecord& r) const {
   r.kernel_flags = kReferenceCustomKernelFlags;
   if (b.custom != nullptr && b.custom->agreed().generation >= 2) {
-    ConfigureCustomV2Launch(b.custom->agreed(), call, r);
+    ConfigureCustomV2Launch(b.custom->agreed(), b.custom->v2_config(), call, r);
     return;
   }
   r.blocks = CustomGridBlocks(call.tensor.bytes());

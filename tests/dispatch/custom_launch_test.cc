@@ -95,7 +95,7 @@ TEST(CustomLaunchTest, TheRecordCarriesAlgorithmGridAndGraphInputs) {
   call.context.graph_capture = true;
   DecisionRecord r;
   ASSERT_TRUE(CustomPredicatesHold(s, call, r));
-  ConfigureCustomV2Launch(s, call, r);
+  ConfigureCustomV2Launch(s, AgreedCustomV2Config(s), call, r);
   EXPECT_EQ(r.algorithm, Algorithm::kTwoShotPull);
   EXPECT_EQ(r.blocks, 64);
   EXPECT_TRUE(r.graph_inputs) << "a captured pull call reads registered inputs";
@@ -103,7 +103,7 @@ TEST(CustomLaunchTest, TheRecordCarriesAlgorithmGridAndGraphInputs) {
   call.tensor.dims[0] = 8;  // 128 KiB: pushed, no graph row
   DecisionRecord push;
   ASSERT_TRUE(CustomPredicatesHold(s, call, push));
-  ConfigureCustomV2Launch(s, call, push);
+  ConfigureCustomV2Launch(s, AgreedCustomV2Config(s), call, push);
   EXPECT_EQ(push.algorithm, Algorithm::kOneShotPush);
   EXPECT_EQ(push.blocks, 132);
   EXPECT_FALSE(push.graph_inputs);
@@ -115,7 +115,7 @@ TEST(CustomLaunchTest, TheRecordCarriesAlgorithmGridAndGraphInputs) {
   call.tensor.dims[0] = 512;
   DecisionRecord staged;
   ASSERT_TRUE(CustomPredicatesHold(clique, call, staged));
-  ConfigureCustomV2Launch(clique, call, staged);
+  ConfigureCustomV2Launch(clique, AgreedCustomV2Config(clique), call, staged);
   EXPECT_EQ(staged.algorithm, Algorithm::kTwoShotPull);
   EXPECT_FALSE(staged.graph_inputs);
 
@@ -125,6 +125,46 @@ TEST(CustomLaunchTest, TheRecordCarriesAlgorithmGridAndGraphInputs) {
   EXPECT_FALSE(CustomPredicatesHold(s, call, too_big));
   EXPECT_FALSE(too_big.Held(Predicate::kBytesBelowMax));
   EXPECT_EQ(too_big.custom_max_bytes, kDefaultMax);
+}
+
+class NoopCustomBackend : public CustomAllReduceBackend {
+ public:
+  absl::Status AllReduce(Tensor&, const DecisionRecord&) override { return absl::OkStatus(); }
+};
+
+// The backend computes its v2 configuration when its state is set, and again
+// when the state changes (a fault's capacity view sets a smaller bound): its
+// decisions equal those computed from the state alone.
+TEST(CustomLaunchTest, TheBackendsConfigurationFollowsItsAgreedState) {
+  CustomAgreedState s = ChooseCustomGeneration(CustomAllReduceLimits(ServingArgs{}, Platform{}), 8,
+                                               /*same_node=*/true,
+                                               /*full_nvlink=*/true, /*one_clique=*/true);
+  ASSERT_EQ(s.generation, 2);
+  NoopCustomBackend backend;
+  backend.set_agreed(s);
+  const CustomV2Config expected = CustomV2ConfigFor(s.sm, s.group_world_size, s.max_bytes);
+  EXPECT_EQ(backend.v2_config().pull_bytes, expected.pull_bytes);
+  EXPECT_EQ(backend.v2_config().push_slot_bytes, expected.push_slot_bytes);
+  EXPECT_EQ(backend.v2_config().graph.MaxBytes(), expected.graph.MaxBytes());
+
+  CallDesc call;
+  call.tensor = TensorDesc::Matrix(512, 8192, DType::kBf16);  // 8 MiB
+  DecisionRecord from_backend, from_state;
+  EXPECT_TRUE(backend.CanUse(call, from_backend));
+  EXPECT_TRUE(CustomPredicatesHold(s, call, from_state));
+  EXPECT_EQ(from_backend.custom_max_bytes, from_state.custom_max_bytes);
+
+  s.max_bytes = 1 << 20;  // a bound under the message
+  backend.set_agreed(s);
+  EXPECT_LT(backend.v2_config().pull_bytes, expected.pull_bytes);
+  DecisionRecord smaller;
+  EXPECT_FALSE(backend.CanUse(call, smaller));
+  EXPECT_FALSE(smaller.Held(Predicate::kBytesBelowMax));
+  EXPECT_EQ(smaller.custom_max_bytes, backend.v2_config().eager.MaxBytes());
+
+  s.generation = 1;  // no v2 table below v2
+  backend.set_agreed(s);
+  EXPECT_EQ(backend.v2_config().pull_bytes, 0);
 }
 
 }  // namespace
