@@ -101,9 +101,7 @@ LamportBuffer& SimCustomAllReduce::Slot(int32_t target, uint32_t half, int32_t w
 
 void SimCustomAllReduce::LandArrival(int32_t target, int32_t writer, int32_t blocks) {
   Member& m = members_[static_cast<size_t>(target)];
-  if (m.arrivals.size() < static_cast<size_t>(blocks))
-    m.arrivals.resize(static_cast<size_t>(blocks));
-  for (int32_t b = 0; b < blocks; ++b) ++m.arrivals[static_cast<size_t>(b)];
+  m.arrivals.AddToFirst(blocks, 1);
   if (m.arrivals_from.empty()) m.arrivals_from.resize(peers_.size());
   ++m.arrivals_from[static_cast<size_t>(writer)];
   WakeIfWaiting(target, WaitKind::kArrivals, writer);
@@ -111,16 +109,14 @@ void SimCustomAllReduce::LandArrival(int32_t target, int32_t writer, int32_t blo
 
 bool SimCustomAllReduce::ArrivalsHold(const Member& m, int32_t blocks, uint32_t phase) const {
   const auto world = static_cast<uint32_t>(peers_.size());
-  for (int32_t b = 0; b < blocks; ++b) {
-    const auto i = static_cast<size_t>(b);
-    const uint32_t word = i < m.arrivals.size() ? m.arrivals[i] : 0;
+  // Every block of the grid tests its own word; the words only change where
+  // some grid ended, so one block of each stretch stands for the stretch.
+  return m.arrivals.ForEachSegmentStart(m.counters, blocks, [&](int32_t b) {
     // The block's own window: its counter before this call's reservation.
-    const uint32_t window =
-        (i < m.counters.size() ? m.counters[i] : 0) - protocol::kPullPhases * world;
+    const uint32_t window = m.counters.At(b) - protocol::kPullPhases * world;
     // Unsigned, as Barrier::arrive compares (communicator.cuh:168-188).
-    if (word - (window + phase * world) < world) return false;
-  }
-  return true;
+    return m.arrivals.At(b) - (window + phase * world) >= world;
+  });
 }
 
 void SimCustomAllReduce::StoreFlags(std::vector<FlagRun>& runs, int32_t begin, int32_t end,
@@ -452,10 +448,8 @@ void CustomMem::FlipHalf(uint32_t half) {
 uint32_t CustomMem::ReserveWindow(uint32_t arrivals) {
   SimCustomAllReduce::Member& m = ar_.members_[static_cast<size_t>(member_)];
   ++m.epoch;
-  if (m.counters.size() < static_cast<size_t>(blocks_))
-    m.counters.resize(static_cast<size_t>(blocks_));
-  const uint32_t window = m.counters.empty() ? 0 : m.counters[0];
-  for (int32_t b = 0; b < blocks_; ++b) m.counters[static_cast<size_t>(b)] += arrivals;
+  const uint32_t window = m.counters.At(0);
+  m.counters.AddToFirst(blocks_, arrivals);
   return window;
 }
 

@@ -12,6 +12,7 @@
 #include "dispatch/decision.h"
 #include "kernels/protocol/lamport.h"
 #include "kernels/protocol/memory_model.h"
+#include "sim/memory/block_words.h"
 #include "sim/memory/data.h"
 #include "sim/memory/lamport_buffer.h"
 #include "sim/memory/member_index.h"
@@ -108,10 +109,10 @@ class SimCustomAllReduce : public Waitable {
     std::vector<LamportBuffer> slots[2];
     uint32_t push_counter = 0;
     // v2 pull plane: per block, the arrival word peers add to and the counter
-    // the member reserves windows on (sized to the widest grid seen); and,
-    // for reports only, how many arrivals each writer made here.
-    std::vector<uint32_t> arrivals;
-    std::vector<uint32_t> counters;
+    // the member reserves windows on (0 past every grid seen); and, for
+    // reports only, how many arrivals each writer made here.
+    BlockWords arrivals;
+    BlockWords counters;
     std::vector<uint64_t> arrivals_from;
     bool waiting = false;
     WaitKind wait_kind = WaitKind::kFlags;
