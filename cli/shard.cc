@@ -54,6 +54,29 @@ const MpiLauncher* MpiLauncherIn(const EnvLookup& env) {
   return nullptr;
 }
 
+// A task of a Slurm job step (srun -n T): srun sets SLURM_STEP_NUM_TASKS for
+// the step's tasks and SLURM_PROCID, the task's number in it. A batch script
+// run by sbatch has SLURM_PROCID=0 and SLURM_NTASKS (the allocation's tasks)
+// but no step of its own, so neither of those alone names a shard: a script
+// that runs lockstep without srun runs the whole exploration.
+struct SlurmStep {
+  uint64_t task = 0;   // SLURM_PROCID
+  uint64_t tasks = 1;  // SLURM_STEP_NUM_TASKS
+};
+absl::StatusOr<std::optional<SlurmStep>> SlurmStepIn(const EnvLookup& env) {
+  if (!env("SLURM_STEP_NUM_TASKS")) return std::nullopt;
+  absl::StatusOr<uint64_t> tasks = EnvCount(env, "SLURM_STEP_NUM_TASKS");
+  if (!tasks.ok()) return tasks.status();
+  absl::StatusOr<uint64_t> task = EnvCount(env, "SLURM_PROCID");
+  if (!task.ok()) return task.status();
+  if (*tasks == 0 || *task >= *tasks) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "SLURM_PROCID=%d is not below SLURM_STEP_NUM_TASKS=%d; not a task of a Slurm job step",
+        *task, *tasks));
+  }
+  return SlurmStep{*task, *tasks};
+}
+
 absl::Status CheckShard(const ShardSpec& s) {
   if (s.count == 0 || s.count > kMaxShards) {
     return absl::InvalidArgumentError(absl::StrFormat(
@@ -105,12 +128,24 @@ absl::StatusOr<ShardSpec> ResolveShard(std::string_view shard_flag, bool shard_s
   }
   // Each launcher variable that names a shard: more than one present means
   // processes nested in one another (mpirun inside an array task), which would
-  // all run the same shard.
+  // all run the same shard. A Slurm job step is not one of them where an
+  // array task holds it (srun -n T inside the task splits the task's shard T
+  // ways, below), and srun --mpi=pmi2 sets PMI_RANK and PMI_SIZE to the
+  // step's own numbering.
+  absl::StatusOr<std::optional<SlurmStep>> slurm_step = SlurmStepIn(env);
+  if (!slurm_step.ok()) return slurm_step.status();
   std::vector<std::string> sources;
   if (env("SLURM_ARRAY_TASK_ID")) sources.push_back("SLURM_ARRAY_TASK_ID");
+  if (*slurm_step && !env("SLURM_ARRAY_TASK_ID")) sources.push_back("SLURM_PROCID");
   if (env("JOB_COMPLETION_INDEX")) sources.push_back("JOB_COMPLETION_INDEX");
   for (const MpiLauncher& mpi : kMpiLaunchers) {
-    if (env(mpi.rank)) sources.push_back(mpi.rank);
+    if (!env(mpi.rank)) continue;
+    if (*slurm_step && std::string_view(mpi.rank) == "PMI_RANK" &&
+        env("PMI_RANK") == std::to_string((*slurm_step)->task) &&
+        env("PMI_SIZE") == std::to_string((*slurm_step)->tasks)) {
+      continue;  // srun --mpi=pmi2: the step's numbering again
+    }
+    sources.push_back(mpi.rank);
   }
   if (sources.size() > 1) {
     std::vector<std::string> values;
@@ -176,6 +211,28 @@ absl::StatusOr<ShardSpec> ResolveShard(std::string_view shard_flag, bool shard_s
                   "(SLURM_ARRAY_TASK_ID=%d - SLURM_ARRAY_TASK_MIN=%d) / "
                   "SLURM_ARRAY_TASK_STEP=%d, %s=%d",
                   *id, *min, step, count_set ? "--shard-count" : "SLURM_ARRAY_TASK_COUNT", s.count);
+    if (*slurm_step && (*slurm_step)->tasks > 1) {
+      // srun -n T inside the array task: the task's shard is T shards, one a
+      // step task, numbered across the array (array task a, step task p:
+      // a * T + p of A * T). A step of one task is the array task itself.
+      if (absl::Status st = CheckShard(s); !st.ok()) return st;
+      const uint64_t tasks = (*slurm_step)->tasks;
+      if (s.count > kMaxShards / tasks) {
+        return absl::InvalidArgumentError(absl::StrFormat(
+            "%s times SLURM_STEP_NUM_TASKS=%d is over %d shards; run fewer array tasks or "
+            "fewer tasks a step",
+            s.source, tasks, kMaxShards));
+      }
+      s.index = s.index * tasks + (*slurm_step)->task;
+      s.count *= tasks;
+      s.source = absl::StrFormat("(%s) * SLURM_STEP_NUM_TASKS=%d + SLURM_PROCID=%d", s.source,
+                                 tasks, (*slurm_step)->task);
+    }
+  } else if (*slurm_step) {
+    s.index = (*slurm_step)->task;
+    s.count = count_set ? count_flag : (*slurm_step)->tasks;
+    s.source = absl::StrFormat("SLURM_PROCID=%d, %s=%d", s.index,
+                               count_set ? "--shard-count" : "SLURM_STEP_NUM_TASKS", s.count);
   } else if (env("JOB_COMPLETION_INDEX")) {
     absl::StatusOr<uint64_t> index = EnvCount(env, "JOB_COMPLETION_INDEX");
     if (!index.ok()) return index.status();
@@ -210,7 +267,7 @@ absl::StatusOr<ShardSpec> ResolveShard(std::string_view shard_flag, bool shard_s
   } else if (count_set) {
     return absl::InvalidArgumentError(
         "--shard-count needs a shard index: give --shard I/N instead, or run under a Slurm "
-        "array, a Kubernetes Indexed Job or mpirun");
+        "array or srun, a Kubernetes Indexed Job or mpirun");
   } else {
     return s;
   }

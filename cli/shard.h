@@ -6,6 +6,8 @@
 //   --shard I/N                                   the flag, always
 //   SLURM_ARRAY_TASK_ID, _MIN, _STEP, _COUNT      sbatch --array=A-B[:S]: I = (ID - MIN) / STEP,
 //                                                 N = COUNT
+//   SLURM_PROCID, SLURM_STEP_NUM_TASKS            srun -n T: I = PROCID, N = T; inside an array
+//                                                 task, I = I_array * T + PROCID, N = N_array * T
 //   JOB_COMPLETION_INDEX                          a Kubernetes Indexed Job: I; N from
 //                                                 --shard-count or LOCKSTEP_SHARD_COUNT
 //   OMPI_COMM_WORLD_RANK, OMPI_COMM_WORLD_SIZE    Open MPI's mpirun -np N: I = rank, N = size
@@ -13,7 +15,9 @@
 //                                                 --mpi=pmi2: I = rank, N = size
 // --shard-count N gives the count where the environment does not (a Slurm
 // array's must agree with it). Two of these environments at once (mpirun
-// inside an array task) is an error: every process would run the same shard.
+// inside an array task) is an error: every process would run the same shard;
+// srun's PMI_RANK and PMI_SIZE (--mpi=pmi2) equal to its SLURM_PROCID and
+// SLURM_STEP_NUM_TASKS are the step's numbering, not a second one.
 
 #ifndef LOCKSTEP_CLI_SHARD_H_
 #define LOCKSTEP_CLI_SHARD_H_

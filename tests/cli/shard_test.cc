@@ -746,6 +746,110 @@ TEST(ResolveShardTest, MalformedEnvironmentsNameTheVariable) {
   }
 }
 
+TEST(ResolveShardTest, SrunTasksAreShardsAndSplitTheirArrayTasksShard) {
+  // srun -n 4: each task its own shard.
+  absl::StatusOr<ShardSpec> s = ResolveShard(
+      "", false, 0, false, FakeEnv({{"SLURM_PROCID", "3"}, {"SLURM_STEP_NUM_TASKS", "4"}}));
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(s->index, 3u);
+  EXPECT_EQ(s->count, 4u);
+  EXPECT_EQ(s->source, "SLURM_PROCID=3, SLURM_STEP_NUM_TASKS=4");
+
+  // A batch script without srun: SLURM_PROCID=0 and the allocation's
+  // SLURM_NTASKS, no step. Not a shard: the one process runs everything.
+  s = ResolveShard("", false, 0, false, FakeEnv({{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "4"}}));
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(s->index, 0u);
+  EXPECT_EQ(s->count, 1u);
+  EXPECT_TRUE(s->source.empty());
+
+  // srun -n 3 inside task 6 of --array=4-6: array shard 2 of 3, split three
+  // ways, numbered across the array. Every (array task, step task) pair gets
+  // its own shard of 9.
+  std::set<uint64_t> seen;
+  for (int array_task = 4; array_task <= 6; ++array_task) {
+    for (int task = 0; task < 3; ++task) {
+      s = ResolveShard("", false, 0, false,
+                       FakeEnv({{"SLURM_ARRAY_TASK_ID", std::to_string(array_task)},
+                                {"SLURM_ARRAY_TASK_MIN", "4"},
+                                {"SLURM_ARRAY_TASK_COUNT", "3"},
+                                {"SLURM_PROCID", std::to_string(task)},
+                                {"SLURM_STEP_NUM_TASKS", "3"}}));
+      ASSERT_TRUE(s.ok()) << s.status();
+      EXPECT_EQ(s->count, 9u);
+      EXPECT_EQ(s->index, static_cast<uint64_t>((array_task - 4) * 3 + task));
+      seen.insert(s->index);
+    }
+  }
+  EXPECT_EQ(seen.size(), 9u);
+  EXPECT_EQ(s->source,
+            "(SLURM_ARRAY_TASK_ID=6 - SLURM_ARRAY_TASK_MIN=4, SLURM_ARRAY_TASK_COUNT=3) * "
+            "SLURM_STEP_NUM_TASKS=3 + SLURM_PROCID=2");
+  // The usual `srun lockstep explore` in an array script: a step of one task
+  // is the array task.
+  s = ResolveShard("", false, 0, false,
+                   FakeEnv({{"SLURM_ARRAY_TASK_ID", "5"},
+                            {"SLURM_ARRAY_TASK_MIN", "4"},
+                            {"SLURM_ARRAY_TASK_COUNT", "3"},
+                            {"SLURM_PROCID", "0"},
+                            {"SLURM_STEP_NUM_TASKS", "1"}}));
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(s->index, 1u);
+  EXPECT_EQ(s->count, 3u);
+
+  // srun --mpi=pmi2 sets PMI_RANK and PMI_SIZE to the same numbering.
+  s = ResolveShard("", false, 0, false,
+                   FakeEnv({{"SLURM_PROCID", "1"},
+                            {"SLURM_STEP_NUM_TASKS", "2"},
+                            {"PMI_RANK", "1"},
+                            {"PMI_SIZE", "2"}}));
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(s->index, 1u);
+  EXPECT_EQ(s->count, 2u);
+  // --shard-count overrides the step's count, as it does MPI's.
+  s = ResolveShard("", false, 8, true,
+                   FakeEnv({{"SLURM_PROCID", "1"}, {"SLURM_STEP_NUM_TASKS", "2"}}));
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(s->count, 8u);
+  EXPECT_EQ(s->source, "SLURM_PROCID=1, --shard-count=8");
+}
+
+TEST(ResolveShardTest, SrunEnvironmentsThatDoNotAgreeAreRefused) {
+  const std::vector<std::pair<std::map<std::string, std::string>, std::string>> cases = {
+      {{{"SLURM_STEP_NUM_TASKS", "4"}}, "SLURM_PROCID is not set"},
+      {{{"SLURM_STEP_NUM_TASKS", "4"}, {"SLURM_PROCID", "4"}},
+       "SLURM_PROCID=4 is not below SLURM_STEP_NUM_TASKS=4"},
+      {{{"SLURM_STEP_NUM_TASKS", "x"}, {"SLURM_PROCID", "0"}},
+       "SLURM_STEP_NUM_TASKS='x' is not an integer >= 0"},
+      // mpirun inside an srun task, and a PMI numbering that is not srun's.
+      {{{"SLURM_STEP_NUM_TASKS", "2"},
+        {"SLURM_PROCID", "1"},
+        {"OMPI_COMM_WORLD_RANK", "0"},
+        {"OMPI_COMM_WORLD_SIZE", "4"}},
+       "SLURM_PROCID='1', OMPI_COMM_WORLD_RANK='0' are all set"},
+      {{{"SLURM_STEP_NUM_TASKS", "2"}, {"SLURM_PROCID", "1"}, {"PMI_RANK", "3"}, {"PMI_SIZE", "4"}},
+       "SLURM_PROCID='1', PMI_RANK='3' are all set"},
+      // An array task's index past its count is named before it is split.
+      {{{"SLURM_ARRAY_TASK_ID", "5"},
+        {"SLURM_ARRAY_TASK_MIN", "1"},
+        {"SLURM_ARRAY_TASK_COUNT", "3"},
+        {"SLURM_PROCID", "0"},
+        {"SLURM_STEP_NUM_TASKS", "2"}},
+       "shard index 4 is not below the count 3"},
+  };
+  for (const auto& [vars, message] : cases) {
+    absl::StatusOr<ShardSpec> s = ResolveShard("", false, 0, false, FakeEnv(vars));
+    ASSERT_FALSE(s.ok()) << message;
+    EXPECT_EQ(s.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(s.status().message(), HasSubstr(message));
+  }
+  // The flag wins over a malformed step.
+  const absl::StatusOr<ShardSpec> s =
+      ResolveShard("0/2", true, 0, false, FakeEnv({{"SLURM_STEP_NUM_TASKS", "x"}}));
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(s->count, 2u);
+}
+
 TEST(ResolveShardTest, AShardCountTheArrayDoesNotHaveSaysHowToRunOneShardAgain) {
   // One lost task of a 16-shard array run again as --array=3: its place in
   // this array is 0, not 3.
