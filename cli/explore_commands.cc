@@ -228,8 +228,9 @@ int RunExplore(std::span<const std::string> args, std::ostream& out, std::ostrea
   flags.AddString("catalogue", &catalogue, "catalogue directory (hardware/, models/)");
   flags.AddString("markdown", &markdown, "also write the summary as a Markdown table here");
   flags.AddString("shard", &shard_flag,
-                  "run shard I of N, I/N (default: from SLURM_ARRAY_TASK_*, "
-                  "JOB_COMPLETION_INDEX or OMPI_COMM_WORLD_*; docs/CLUSTER.md)");
+                  "run shard I of N, I/N (default: from SLURM_ARRAY_TASK_*, srun's "
+                  "SLURM_PROCID, JOB_COMPLETION_INDEX, OMPI_COMM_WORLD_* or PMI_*; "
+                  "docs/CLUSTER.md)");
   flags.AddUint64("shard-count", &shard_count,
                   "the shard count where the environment gives only the index "
                   "(JOB_COMPLETION_INDEX; else LOCKSTEP_SHARD_COUNT)");
