@@ -30,6 +30,7 @@
 
 #include "faults/explore.h"
 #include "faults/mutants.h"
+#include "sim/scenario/scenario_yaml.h"
 #include "sim/sim_run.h"
 #include "sim/simulation.h"
 
@@ -451,6 +452,76 @@ BENCHMARK(BM_SimVersusOpenMpi)
     ->Arg(0)
     ->Arg(1)
     ->ArgName("fused")
+    ->Iterations(1)
+    ->Unit(benchmark::kMillisecond);
+
+// Catalogue scenarios as users explore them: `explore --jobs 1` over seeds
+// of a scenario of topologies/scenarios/, on the backends SGLang 0.5.23
+// picks there (the fused kernel for small batches and the custom all-reduce
+// v2 for the rest on H200; MNNVL on GB200), where the rows above run one
+// small NCCL or fused all-reduce. Rank-calls are the dispatched all-reduces,
+// as in the rows above; what a scenario does between them (DP attention's
+// reduce-scatters, gathers and token exchanges) is in their cost. They are
+// counted by running each seed once before the timed exploration (a seed's
+// schedule may change its calls), and every run must end clean.
+// LOCKSTEP_TOPOLOGIES names the catalogue where the source tree is not at
+// its build path (a bundle carried to another machine).
+constexpr const char* kCatalogueRows[] = {
+    "tp8-llama3-h200.yaml",
+    "tp8-cuda-graphs-custom-llama3-h200.yaml",
+    "dpattn-dp8-ep8-deepseek-v3-h200.yaml",
+    "tp32-deepseek-v3-gb200.yaml",
+};
+
+std::string TopologiesDir() {
+  if (const char* dir = std::getenv("LOCKSTEP_TOPOLOGIES")) return dir;
+  return LOCKSTEP_BENCH_TOPOLOGIES;
+}
+
+void BM_CatalogueScenario(benchmark::State& state) {
+  const std::string name = kCatalogueRows[state.range(0)];
+  const std::string topologies = TopologiesDir();
+  const absl::StatusOr<Scenario> s =
+      LoadScenarioFile(topologies + "/scenarios/" + name, topologies);
+  if (!s.ok()) {
+    state.SkipWithError(("cannot load the scenario: " + s.status().ToString()).c_str());
+    return;
+  }
+  constexpr uint64_t kSeeds = 256;
+  const PolicyRegistry registry = faults::MakePolicyRegistry();
+  uint64_t calls = 0;
+  for (uint64_t seed = 1; seed <= kSeeds; ++seed) {
+    SimOptions o;
+    o.seed = seed;
+    const absl::StatusOr<SimResult> r = Simulate(*s, o, registry);
+    if (!r.ok() || r->verdict != Verdict::kClean) {
+      state.SkipWithError("a seed of the scenario did not end clean");
+      return;
+    }
+    calls += r->rank_calls;
+  }
+  faults::ExploreOptions options;
+  options.seeds = kSeeds;
+  options.jobs = 1;
+  double seconds = 0;
+  for (auto _ : state) {
+    const auto start = std::chrono::steady_clock::now();
+    const absl::StatusOr<faults::ExploreResult> result = faults::Explore({*s}, options, registry);
+    seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (!result.ok() || result->outcomes.size() != kSeeds) {
+      state.SkipWithError("the exploration failed");
+      return;
+    }
+  }
+  state.counters["rank_calls_per_s"] = static_cast<double>(calls) / seconds;
+  state.counters["ns_per_rank_call"] = seconds * 1e9 / static_cast<double>(calls);
+  state.counters["rank_calls_per_seed"] = static_cast<double>(calls) / kSeeds;
+  state.counters["seeds_per_s"] = kSeeds / seconds;
+  state.SetLabel(name);
+}
+BENCHMARK(BM_CatalogueScenario)
+    ->DenseRange(0, static_cast<int>(std::size(kCatalogueRows)) - 1)
+    ->ArgName("scenario")
     ->Iterations(1)
     ->Unit(benchmark::kMillisecond);
 
