@@ -45,8 +45,11 @@ class RunList {
   bool Read(int64_t begin, int64_t end, SimChunk& out, int64_t* ready_ns = nullptr) const;
   // The first element of [begin, end) not covered by a run, or `end`.
   int64_t FirstGap(int64_t begin, int64_t end) const;
+  // Keeps the list's storage (absl::InlinedVector::clear would free it): a
+  // buffer reset every call and written in pieces again, as a custom
+  // all-reduce's staging buffer is, would allocate on every call.
   void Reset() {
-    runs_.clear();
+    runs_.erase(runs_.begin(), runs_.end());
     shared_.reset();
   }
   const Runs& runs() const { return shared_ != nullptr ? *shared_ : runs_; }
