@@ -37,6 +37,40 @@ size_t RunList::FirstEndingAfter(int64_t pos) const {
   return i;
 }
 
+namespace {
+
+// list[i, j) (j > i) are the runs that overlap [begin, end). Replaces them by
+// what survives of them outside it, the part of list[i] before `begin` and
+// the part of list[j - 1] after `end`, around `with` (null: nothing), moving
+// the runs after them once: a write into the middle of a run, which every
+// shard of a two-shot all-reduce is, cost an erase and three inserts.
+void Splice(RunList::Runs& list, size_t i, size_t j, int64_t begin, int64_t end, const Run* with) {
+  const bool keep_right = list[j - 1].end > end;
+  Run right;
+  if (keep_right) {
+    right = list[j - 1];
+    right.src += end - right.begin;
+    right.begin = end;
+  }
+  size_t at = i;
+  if (list[i].begin < begin) {
+    list[i].end = begin;  // the left survivor, in place
+    ++at;
+  }
+  const size_t need = (with != nullptr ? size_t{1} : 0) + (keep_right ? size_t{1} : 0);
+  const size_t have = j - at;
+  const auto pos = [&](size_t k) { return list.begin() + static_cast<std::ptrdiff_t>(k); };
+  if (have > need) {
+    list.erase(pos(at + need), pos(j));
+  } else if (have < need) {
+    list.insert(pos(at), need - have, Run{});
+  }
+  if (with != nullptr) list[at++] = *with;
+  if (keep_right) list[at] = std::move(right);
+}
+
+}  // namespace
+
 void RunList::Clear(int64_t begin, int64_t end) {
   if (begin >= end || runs().empty()) return;
   if (begin <= runs().front().begin && end >= runs().back().end) {
@@ -48,24 +82,7 @@ void RunList::Clear(int64_t begin, int64_t end) {
   size_t j = i;
   while (j < list.size() && list[j].begin < end) ++j;
   if (i == j) return;
-  // At most two pieces survive: the part of list[i] before `begin` and the
-  // part of list[j - 1] after `end`.
-  Run left = list[i];
-  Run right = list[j - 1];
-  const bool keep_left = left.begin < begin;
-  const bool keep_right = right.end > end;
-  list.erase(list.begin() + static_cast<std::ptrdiff_t>(i),
-             list.begin() + static_cast<std::ptrdiff_t>(j));
-  size_t at = i;
-  if (keep_left) {
-    left.end = begin;
-    list.insert(list.begin() + static_cast<std::ptrdiff_t>(at++), left);
-  }
-  if (keep_right) {
-    right.src += end - right.begin;
-    right.begin = end;
-    list.insert(list.begin() + static_cast<std::ptrdiff_t>(at), right);
-  }
+  Splice(list, i, j, begin, end, nullptr);
 }
 
 void RunList::Write(const Run& run) {
@@ -86,8 +103,9 @@ void RunList::Write(const Run& run) {
     list[i] = run;
     return;
   }
-  Clear(run.begin, run.end);
-  list.insert(list.begin() + static_cast<std::ptrdiff_t>(FirstEndingAfter(run.begin)), run);
+  size_t j = i + 1;
+  while (j < list.size() && list[j].begin < run.end) ++j;
+  Splice(list, i, j, run.begin, run.end, &run);
 }
 
 int64_t RunList::FirstGap(int64_t begin, int64_t end) const {

@@ -6,6 +6,7 @@
 #include "sim/memory/lamport_buffer.h"
 #include "sim/memory/relaxed_visibility.h"
 #include "sim/memory/run_list.h"
+#include "sim/runtime/rng.h"
 #include "sim/runtime/scheduler.h"
 
 namespace lockstep {
@@ -44,6 +45,66 @@ TEST(RunListTest, ClearLeavesTheSentinelAndReadsReportGaps) {
   EXPECT_TRUE(runs.Covered(20, 100));
   SimChunk chunk;
   EXPECT_FALSE(runs.Read(5, 25, chunk));
+}
+
+// What a run list stands for, element by element: each element's value,
+// source position, ready time and writer, or the sentinel. Random writes
+// and clears of every overlap (inside one run, across several, covering
+// all, in gaps) must leave a list that reads as this model does, sorted,
+// disjoint and without empty runs.
+TEST(RunListTest, WritesAndClearsMatchAnElementModel) {
+  struct Element {
+    bool set = false;
+    uint64_t key = 0;
+    int64_t src = 0, ready = 0;
+    int32_t writer = -1;
+  };
+  constexpr int64_t kLen = 96;
+  Rng rng(11);
+  for (int trial = 0; trial < 50; ++trial) {
+    RunList runs;
+    std::vector<Element> model(kLen);
+    for (int op = 0; op < 60; ++op) {
+      const auto a = static_cast<int64_t>(rng.Below(kLen + 1));
+      const auto b = static_cast<int64_t>(rng.Below(kLen + 1));
+      const int64_t begin = std::min(a, b), end = std::max(a, b);
+      if (rng.Below(4) == 0) {
+        runs.Clear(begin, end);
+        for (int64_t e = begin; e < end; ++e) model[static_cast<size_t>(e)] = Element{};
+      } else {
+        lockstep::Run r =
+            MakeRun(begin, end, 1 + rng.Below(1000), static_cast<int64_t>(rng.Below(500)));
+        r.ready_ns = static_cast<int64_t>(rng.Below(100));
+        r.writer = static_cast<int32_t>(rng.Below(8));
+        runs.Write(r);
+        for (int64_t e = begin; e < end; ++e) {
+          model[static_cast<size_t>(e)] =
+              Element{true, r.value.key_sum, r.src + (e - begin), r.ready_ns, r.writer};
+        }
+      }
+      std::vector<Element> seen(kLen);
+      int64_t last_end = 0;
+      for (const lockstep::Run& r : runs.runs()) {
+        ASSERT_LT(r.begin, r.end) << "trial " << trial << " op " << op;
+        ASSERT_LE(last_end, r.begin) << "trial " << trial << " op " << op;
+        last_end = r.end;
+        for (int64_t e = r.begin; e < r.end; ++e) {
+          seen[static_cast<size_t>(e)] =
+              Element{true, r.value.key_sum, r.src + (e - r.begin), r.ready_ns, r.writer};
+        }
+      }
+      for (int64_t e = 0; e < kLen; ++e) {
+        const Element& want = model[static_cast<size_t>(e)];
+        const Element& got = seen[static_cast<size_t>(e)];
+        ASSERT_EQ(got.set, want.set) << "trial " << trial << " op " << op << " element " << e;
+        if (!want.set) continue;
+        ASSERT_EQ(got.key, want.key) << "trial " << trial << " op " << op << " element " << e;
+        ASSERT_EQ(got.src, want.src) << "trial " << trial << " op " << op << " element " << e;
+        ASSERT_EQ(got.ready, want.ready) << "trial " << trial << " op " << op << " element " << e;
+        ASSERT_EQ(got.writer, want.writer) << "trial " << trial << " op " << op << " element " << e;
+      }
+    }
+  }
 }
 
 TEST(RunListTest, SharedListsReadAlikeAndAWriteCopiesOnlyTheWrittenOne) {
