@@ -394,12 +394,7 @@ void CustomMem::PushSlot(int32_t peer, uint32_t half, int64_t pos, const Value& 
   const int32_t writer = member_;
   const int writer_rank = rank_;
   auto land = [ar, peer, half, writer, writer_rank, pos, v, ready] {
-    LamportBuffer& slot = ar->Slot(peer, half, writer);
-    int64_t at = pos;
-    for (const Piece& p : v.pieces) {
-      slot.Write(at, p, ready, writer_rank);
-      at += p.len;
-    }
+    ar->Slot(peer, half, writer).Write(pos, v, ready, writer_rank);
     ar->WakeIfWaiting(peer, SimCustomAllReduce::WaitKind::kSlot, writer);
   };
   if (target != rank_ && ctx_.relaxed != nullptr) {

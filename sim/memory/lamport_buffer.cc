@@ -7,7 +7,13 @@ namespace lockstep {
 
 void LamportBuffer::Spill() {
   for (size_t i = 0; i < slots_.size(); ++i) {
-    if (present_[i] != 0) runs_.Write(slots_[i]);
+    if (present_[i] == 0) continue;
+    if (Multi(i)) {
+      for (const Run& r : multi_[i]) runs_.Write(r);
+      multi_[i].clear();
+    } else {
+      runs_.Write(slots_[i]);
+    }
   }
   std::fill(present_.begin(), present_.end(), uint8_t{0});
   used_ = 0;
@@ -30,7 +36,10 @@ Run* LamportBuffer::SlotFor(int64_t begin, int64_t len) {
     if (index >= slots_.size()) {
       slots_.resize(index + 1);
       present_.resize(index + 1, 0);
+      if (!multi_.empty()) multi_.resize(index + 1);
     }
+    // A write of one run: whatever several runs the slot held are gone.
+    if (!multi_.empty()) multi_[index].clear();
     if (present_[index] == 0) {
       present_[index] = 1;
       ++used_;
@@ -63,6 +72,46 @@ void LamportBuffer::Write(int64_t begin, const Piece& piece, int64_t ready_ns, i
     return;
   }
   runs_.Write(Run{begin, begin + piece.len, piece.value, piece.src, ready_ns, writer});
+}
+
+void LamportBuffer::WritePieces(int64_t begin, const SimChunk& chunk, int64_t ready_ns,
+                                int32_t writer) {
+  // Empty pieces write nothing (RunList::Write ignores an empty run).
+  int64_t len = 0;
+  int nonempty = 0;
+  for (const Piece& p : chunk.pieces) {
+    if (p.len <= 0) continue;
+    len += p.len;
+    ++nonempty;
+  }
+  if (nonempty <= 1) {
+    int64_t at = begin;
+    for (const Piece& p : chunk.pieces) {
+      Write(at, p, ready_ns, writer);
+      at += p.len;
+    }
+    return;
+  }
+  Run* slot = SlotFor(begin, len);
+  std::vector<Run>* runs = nullptr;
+  if (slot != nullptr) {
+    const auto index = static_cast<size_t>(slot - slots_.data());
+    if (multi_.empty()) multi_.resize(slots_.size());
+    runs = &multi_[index];  // emptied by SlotFor
+    runs->reserve(static_cast<size_t>(nonempty));
+  }
+  int64_t at = begin;
+  for (const Piece& p : chunk.pieces) {
+    if (p.len > 0) {
+      const Run r{at, at + p.len, p.value, p.src, ready_ns, writer};
+      if (runs != nullptr) {
+        runs->push_back(r);
+      } else {
+        runs_.Write(r);
+      }
+    }
+    at += p.len;
+  }
 }
 
 void LamportBuffer::Clear(int64_t begin, int64_t end) {
@@ -108,6 +157,16 @@ bool LamportBuffer::Read(int64_t begin, int64_t end, SimChunk& out, int64_t* rea
       covered = false;
       continue;
     }
+    if (Multi(i)) {
+      for (const Run& r : multi_[i]) {
+        const int64_t lo = std::max(begin, r.begin);
+        const int64_t hi = std::min(end, r.end);
+        if (hi <= lo) continue;  // a run of a slot the range only cuts
+        out.pieces.push_back(Piece{r.value, r.src + (lo - r.begin), hi - lo});
+        *ready_ns = std::max(*ready_ns, r.ready_ns);
+      }
+      continue;
+    }
     const Run& r = slots_[i];
     const int64_t lo = std::max(begin, r.begin);
     const int64_t hi = std::min(end, r.end);
@@ -121,7 +180,7 @@ bool LamportBuffer::ReadFresh(int64_t begin, int64_t end, SimChunk& out, int64_t
   // The usual poll: one whole slot, present (what Read gives for it).
   size_t i = 0;
   if (!general_ && used_ > 0 && end - begin == slot_len_ && begin >= 0 && SlotStart(begin, &i) &&
-      i < slots_.size() && present_[i] != 0) {
+      i < slots_.size() && present_[i] != 0 && !Multi(i)) {
     const Run& r = slots_[i];
     if (out.pieces.size() == 1) {
       Piece& p = out.pieces.front();
@@ -136,7 +195,9 @@ bool LamportBuffer::ReadFresh(int64_t begin, int64_t end, SimChunk& out, int64_t
     *ready_ns = std::max<int64_t>(0, r.ready_ns);
     return true;
   }
-  out.pieces.clear();
+  // Emptied with its storage kept (clear would free it): a slot of several
+  // runs fills it again at every poll.
+  out.pieces.erase(out.pieces.begin(), out.pieces.end());
   return Read(begin, end, out, ready_ns);
 }
 

@@ -1,7 +1,9 @@
 // One receive buffer of a simulated fusion workspace.
 //
 // Lamport calls push and poll whole slots of one size, so the common case is a
-// table of slots: a push, a poll and a clear of a slot are O(1). The first
+// table of slots: a push, a poll and a clear of a slot are O(1). A push is one
+// run, or several where the pushed data is (rows of different sources, as an
+// attention-DP batch's are): the slot then holds the push's runs. The first
 // write or clear that does not fit the table (ranks that disagree on the slot
 // size, a clear that cuts a slot) moves the buffer to a general RunList, which
 // models every overlap exactly; once the buffer is empty again it returns to
@@ -23,6 +25,15 @@ class LamportBuffer {
   // Write(Run{begin, begin + piece.len, piece.value, piece.src, ready_ns,
   // writer}), without building the run first (a push's store).
   void Write(int64_t begin, const Piece& piece, int64_t ready_ns, int32_t writer);
+  // The pieces of `chunk` written one after another from `begin` (a push's
+  // store): one slot of the table when together they fill one.
+  void Write(int64_t begin, const SimChunk& chunk, int64_t ready_ns, int32_t writer) {
+    if (chunk.pieces.size() == 1) {
+      Write(begin, chunk.pieces.front(), ready_ns, writer);
+    } else {
+      WritePieces(begin, chunk, ready_ns, writer);
+    }
+  }
   void Clear(int64_t begin, int64_t end);
   // As RunList::Read: appends the pieces of [begin, end), returns coverage.
   bool Read(int64_t begin, int64_t end, SimChunk& out, int64_t* ready_ns) const;
@@ -35,6 +46,8 @@ class LamportBuffer {
 
  private:
   void Spill();
+  // Write(begin, chunk, ...) of a chunk of other than one piece.
+  void WritePieces(int64_t begin, const SimChunk& chunk, int64_t ready_ns, int32_t writer);
 
   // pos / slot_len_, pos >= 0.
   size_t SlotOf(int64_t pos) const {
@@ -54,6 +67,8 @@ class LamportBuffer {
   // The slot a write of [begin, begin + len) (len > 0) fills, marked
   // present; null once the write has moved the buffer to the general form.
   Run* SlotFor(int64_t begin, int64_t len);
+  // Whether present slot `i` holds the runs of a push of several (multi_).
+  bool Multi(size_t i) const { return !multi_.empty() && !multi_[i].empty(); }
 
   bool general_ = false;
   int64_t slot_len_ = 0;  // 0: not chosen yet
@@ -63,8 +78,11 @@ class LamportBuffer {
   uint64_t slot_inverse_ = 0;
   std::vector<Run> slots_;        // slot i covers [i * slot_len_, (i + 1) * slot_len_)
   std::vector<uint8_t> present_;  // whether slot i holds data
-  int64_t used_ = 0;              // slots present
-  RunList runs_;                  // the general form
+  // Slot i's runs where a push of several filled it (slots_[i] unused then),
+  // else empty; sized with slots_ from the first such push, empty before.
+  std::vector<std::vector<Run>> multi_;
+  int64_t used_ = 0;  // slots present
+  RunList runs_;      // the general form
 };
 
 }  // namespace lockstep

@@ -176,11 +176,7 @@ void LamportMem::PushToPeer(int32_t peer, int target, uint32_t buffer, int64_t o
 void SimWorkspace::Store(int writer, int32_t peer, uint32_t buffer, int64_t offset,
                          const SimChunk& v, int64_t ready_ns) {
   Member& m = members_[static_cast<size_t>(peer)];
-  int64_t at = offset;
-  for (const Piece& p : v.pieces) {
-    m.buffers[buffer].Write(at, p, ready_ns, writer);
-    at += p.len;
-  }
+  m.buffers[buffer].Write(offset, v, ready_ns, writer);
   Waiter& w = m.waiter;
   if (w.active && w.buffer == buffer && offset < w.offset + w.len && w.offset < offset + v.len) {
     w.active = false;

@@ -209,6 +209,84 @@ TEST(LamportBufferTest, MisalignedWritesBehaveExactlyLikeARunList) {
   EXPECT_FALSE(b.general()) << "an empty buffer returns to the slot table";
 }
 
+// Pushes of several pieces (rows of different sources), whole-slot and
+// cutting clears, and reads of every kind against a RunList given the same
+// writes piece by piece: the same pieces, coverage and ready times, whether
+// the buffer keeps them in its slot table or has moved to the general form.
+TEST(LamportBufferTest, PushesOfSeveralPiecesReadAsARunListDoes) {
+  Rng rng(5);
+  int slot_table_reads = 0;
+  for (int trial = 0; trial < 40; ++trial) {
+    const int64_t slot = 8 + static_cast<int64_t>(rng.Below(3)) * 4;  // 8, 12 or 16
+    LamportBuffer b;
+    RunList reference;
+    uint64_t key = 1;
+    for (int op = 0; op < 40; ++op) {
+      const auto s = static_cast<int64_t>(rng.Below(6));
+      if (rng.Below(5) == 0) {
+        // A clear of whole slots, or one that cuts a slot.
+        const int64_t lo = s * slot + (rng.Below(3) == 0 ? 3 : 0);
+        const int64_t hi = lo + slot * (1 + static_cast<int64_t>(rng.Below(2)));
+        b.Clear(lo, hi);
+        reference.Clear(lo, hi);
+      } else {
+        // A push of 1 to 3 pieces filling a slot, now and then a
+        // misaligned or longer one, and empty pieces among them.
+        const int64_t begin = s * slot + (rng.Below(8) == 0 ? 1 : 0);
+        const int64_t len = rng.Below(8) == 0 ? slot + 4 : slot;
+        SimChunk chunk;
+        int64_t left = len;
+        while (left > 0) {
+          const int64_t n =
+              chunk.pieces.size() == 2
+                  ? left
+                  : std::min<int64_t>(
+                        left, 1 + static_cast<int64_t>(rng.Below(static_cast<uint64_t>(left))));
+          Piece p;
+          p.value.key_sum = key++;
+          p.src = static_cast<int64_t>(rng.Below(100));
+          p.len = n;
+          chunk.pieces.push_back(p);
+          if (rng.Below(6) == 0) chunk.pieces.push_back(Piece{});  // an empty piece
+          left -= n;
+        }
+        chunk.len = len;
+        const auto ready = static_cast<int64_t>(rng.Below(50));
+        const auto writer = static_cast<int32_t>(rng.Below(8));
+        b.Write(begin, chunk, ready, writer);
+        int64_t at = begin;
+        for (const Piece& p : chunk.pieces) {
+          reference.Write(lockstep::Run{at, at + p.len, p.value, p.src, ready, writer});
+          at += p.len;
+        }
+      }
+      if (!b.general()) ++slot_table_reads;
+      for (int64_t lo = 0; lo < 7 * slot; lo += slot / 2) {
+        for (const int64_t hi : {lo + slot, lo + slot / 2, lo + 2 * slot}) {
+          SimChunk x, y, fresh;
+          fresh.pieces.push_back(Piece{});
+          int64_t rx = 0, ry = 0, rf = 0;
+          const bool covered = reference.Read(lo, hi, y, &ry);
+          ASSERT_EQ(b.Read(lo, hi, x, &rx), covered) << trial << " " << op << " " << lo;
+          ASSERT_EQ(b.ReadFresh(lo, hi, fresh, &rf), covered) << trial << " " << op << " " << lo;
+          for (const SimChunk* got : {&x, &fresh}) {
+            ASSERT_EQ(got->pieces.size(), y.pieces.size()) << trial << " " << op << " " << lo;
+            for (size_t i = 0; i < y.pieces.size(); ++i) {
+              EXPECT_EQ(got->pieces[i].value.key_sum, y.pieces[i].value.key_sum);
+              EXPECT_EQ(got->pieces[i].src, y.pieces[i].src);
+              EXPECT_EQ(got->pieces[i].len, y.pieces[i].len);
+            }
+          }
+          EXPECT_EQ(rx, ry);
+          EXPECT_EQ(rf, ry);
+        }
+      }
+      EXPECT_EQ(b.Empty(), reference.runs().empty());
+    }
+  }
+  EXPECT_GT(slot_table_reads, 100) << "the slot table was hardly exercised";
+}
+
 TEST(SchedulerTest, SameSeedGivesTheSameInterleaving) {
   auto order = [](uint64_t seed) {
     std::vector<int> trace;
