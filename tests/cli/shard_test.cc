@@ -703,8 +703,19 @@ TEST(ResolveShardTest, EnvironmentsGiveTheShardAndTheFlagWins) {
   EXPECT_TRUE(s->source.empty());
 }
 
+// An environment ResolveShard must refuse, and what its message must say.
+using RefusedEnvironment = std::pair<std::map<std::string, std::string>, std::string>;
+void ExpectEachRefused(const std::vector<RefusedEnvironment>& cases) {
+  for (const auto& [vars, message] : cases) {
+    absl::StatusOr<ShardSpec> s = ResolveShard("", false, 0, false, FakeEnv(vars));
+    ASSERT_FALSE(s.ok()) << message;
+    EXPECT_EQ(s.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(s.status().message(), HasSubstr(message));
+  }
+}
+
 TEST(ResolveShardTest, MalformedEnvironmentsNameTheVariable) {
-  const std::vector<std::pair<std::map<std::string, std::string>, std::string>> cases = {
+  const std::vector<RefusedEnvironment> cases = {
       {{{"SLURM_ARRAY_TASK_ID", "x1"}}, "SLURM_ARRAY_TASK_ID='x1' is not an integer >= 0"},
       {{{"SLURM_ARRAY_TASK_ID", "1"}, {"SLURM_ARRAY_TASK_COUNT", "2"}},
        "SLURM_ARRAY_TASK_MIN is not set"},
@@ -738,12 +749,7 @@ TEST(ResolveShardTest, MalformedEnvironmentsNameTheVariable) {
       {{{"JOB_COMPLETION_INDEX", "0"}, {"PMI_RANK", "0"}},
        "JOB_COMPLETION_INDEX='0', PMI_RANK='0' are all set"},
   };
-  for (const auto& [vars, message] : cases) {
-    absl::StatusOr<ShardSpec> s = ResolveShard("", false, 0, false, FakeEnv(vars));
-    ASSERT_FALSE(s.ok()) << message;
-    EXPECT_EQ(s.status().code(), absl::StatusCode::kInvalidArgument);
-    EXPECT_THAT(s.status().message(), HasSubstr(message));
-  }
+  ExpectEachRefused(cases);
 }
 
 TEST(ResolveShardTest, SrunTasksAreShardsAndSplitTheirArrayTasksShard) {
@@ -815,7 +821,7 @@ TEST(ResolveShardTest, SrunTasksAreShardsAndSplitTheirArrayTasksShard) {
 }
 
 TEST(ResolveShardTest, SrunEnvironmentsThatDoNotAgreeAreRefused) {
-  const std::vector<std::pair<std::map<std::string, std::string>, std::string>> cases = {
+  const std::vector<RefusedEnvironment> cases = {
       {{{"SLURM_STEP_NUM_TASKS", "4"}}, "SLURM_PROCID is not set"},
       {{{"SLURM_STEP_NUM_TASKS", "4"}, {"SLURM_PROCID", "4"}},
        "SLURM_PROCID=4 is not below SLURM_STEP_NUM_TASKS=4"},
@@ -837,12 +843,7 @@ TEST(ResolveShardTest, SrunEnvironmentsThatDoNotAgreeAreRefused) {
         {"SLURM_STEP_NUM_TASKS", "2"}},
        "shard index 4 is not below the count 3"},
   };
-  for (const auto& [vars, message] : cases) {
-    absl::StatusOr<ShardSpec> s = ResolveShard("", false, 0, false, FakeEnv(vars));
-    ASSERT_FALSE(s.ok()) << message;
-    EXPECT_EQ(s.status().code(), absl::StatusCode::kInvalidArgument);
-    EXPECT_THAT(s.status().message(), HasSubstr(message));
-  }
+  ExpectEachRefused(cases);
   // The flag wins over a malformed step.
   const absl::StatusOr<ShardSpec> s =
       ResolveShard("0/2", true, 0, false, FakeEnv({{"SLURM_STEP_NUM_TASKS", "x"}}));
