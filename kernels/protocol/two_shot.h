@@ -69,7 +69,10 @@ LS_HD ProtocolStatus TwoShotAllReduce(Mem& mem, const AllReduceArgs& a) {
     return mem.Failure();
   }
 
-  // Stage 2: reduce my range in rank order and push it to everyone.
+  // Stage 2: reduce my range in rank order and push it to everyone. `v` is
+  // reused here and in stage 3: Wait overwrites it (the simulator's value
+  // keeps its storage from poll to poll, as in OneShotAllReduce).
+  typename Mem::Value v;
   const int64_t my_lo = TwoShotOwnerBegin(a.rank, a.world, a.elems);
   const int64_t my_hi = TwoShotOwnerEnd(a.rank, a.world, a.elems);
   for (int64_t pos = mem.FirstChunk(my_lo); pos < my_hi; pos = mem.NextChunk(pos, my_hi)) {
@@ -77,7 +80,6 @@ LS_HD ProtocolStatus TwoShotAllReduce(Mem& mem, const AllReduceArgs& a) {
     typename Mem::Acc acc = mem.Zero();
     for (int32_t i = 0; i < a.world; ++i) {
       const int32_t p = SumOrderSlot(a, i);
-      typename Mem::Value v;
       if (!mem.Wait(call.buffer, static_cast<int64_t>(p) * chunk + (pos - my_lo), len, p, &v)) {
         return mem.Failure();
       }
@@ -95,7 +97,6 @@ LS_HD ProtocolStatus TwoShotAllReduce(Mem& mem, const AllReduceArgs& a) {
     const int64_t lo = TwoShotOwnerBegin(owner, a.world, a.elems);
     const int64_t hi = TwoShotOwnerEnd(owner, a.world, a.elems);
     for (int64_t pos = mem.FirstChunk(lo); pos < hi; pos = mem.NextChunk(pos, hi)) {
-      typename Mem::Value v;
       if (!mem.Wait(call.buffer, stage2 + pos, mem.ChunkLen(pos, hi), owner, &v)) {
         return mem.Failure();
       }
