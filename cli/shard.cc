@@ -42,9 +42,11 @@ absl::StatusOr<uint64_t> EnvCount(const EnvLookup& env, const char* name) {
 struct MpiLauncher {
   const char* rank;
   const char* size;
+  // srun sets these too (--mpi=pmi2), to its job step's own numbering.
+  bool set_by_srun;
 };
-constexpr MpiLauncher kMpiLaunchers[] = {{"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"},
-                                         {"PMI_RANK", "PMI_SIZE"}};
+constexpr MpiLauncher kMpiLaunchers[] = {{"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", false},
+                                         {"PMI_RANK", "PMI_SIZE", true}};
 
 // The first launcher whose rank variable is set, or null.
 const MpiLauncher* MpiLauncherIn(const EnvLookup& env) {
@@ -140,9 +142,8 @@ absl::StatusOr<ShardSpec> ResolveShard(std::string_view shard_flag, bool shard_s
   if (env("JOB_COMPLETION_INDEX")) sources.push_back("JOB_COMPLETION_INDEX");
   for (const MpiLauncher& mpi : kMpiLaunchers) {
     if (!env(mpi.rank)) continue;
-    if (*slurm_step && std::string_view(mpi.rank) == "PMI_RANK" &&
-        env("PMI_RANK") == std::to_string((*slurm_step)->task) &&
-        env("PMI_SIZE") == std::to_string((*slurm_step)->tasks)) {
+    if (*slurm_step && mpi.set_by_srun && env(mpi.rank) == std::to_string((*slurm_step)->task) &&
+        env(mpi.size) == std::to_string((*slurm_step)->tasks)) {
       continue;  // srun --mpi=pmi2: the step's numbering again
     }
     sources.push_back(mpi.rank);
