@@ -69,15 +69,18 @@ std::vector<uint32_t> NumericInput(const SimContext& ctx, int rank, uint64_t ins
 // is cut where the chunks' pieces begin and end, so elements with different
 // contributors keep them apart (attention DP's gather buffer: each group's
 // rows hold their own group's sum); a chunk of one piece is one segment.
+struct AccumulatorSegment {
+  int64_t begin = 0;  // offsets into the range
+  int64_t end = 0;
+  SimValue sum;
+};
+template <>
+struct IsTriviallyRelocatable<AccumulatorSegment> : IsTriviallyRelocatable<SimValue> {};
 struct Accumulator {
+  using Segment = AccumulatorSegment;
   bool empty = true;
   bool fp32 = false;  // accumulate in fp32 (else round to the element type per add)
-  struct Segment {
-    int64_t begin = 0;  // offsets into the range
-    int64_t end = 0;
-    SimValue sum;
-  };
-  absl::InlinedVector<Segment, 1> segments;
+  SmallVector<Segment> segments;
   int64_t src = 0;
   int64_t len = 0;
   // Numeric mode: the kept elements of the sum (NumericSampler), from

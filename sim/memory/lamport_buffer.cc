@@ -195,9 +195,9 @@ bool LamportBuffer::ReadFresh(int64_t begin, int64_t end, SimChunk& out, int64_t
     *ready_ns = std::max<int64_t>(0, r.ready_ns);
     return true;
   }
-  // Emptied with its storage kept (clear would free it): a slot of several
-  // runs fills it again at every poll.
-  out.pieces.erase(out.pieces.begin(), out.pieces.end());
+  // Emptied with its storage kept (SmallVector::clear keeps it): a slot of
+  // several runs fills it again at every poll.
+  out.pieces.clear();
   return Read(begin, end, out, ready_ns);
 }
 

@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <memory>
 
-#include "absl/container/inlined_vector.h"
+#include "sim/memory/small_vector.h"
 #include "sim/memory/value.h"
 
 namespace lockstep {
@@ -22,10 +22,13 @@ struct Run {
   int64_t ready_ns = 0;  // virtual time the write lands
   int32_t writer = -1;   // global rank that wrote it
 };
+// A Run is relocated with memcpy (a SimValue is).
+template <>
+struct IsTriviallyRelocatable<Run> : IsTriviallyRelocatable<SimValue> {};
 
 class RunList {
  public:
-  using Runs = absl::InlinedVector<Run, 1>;
+  using Runs = SmallVector<Run>;
 
   RunList() = default;
   // `other`'s runs, shared (not copied) until either list is written: an
@@ -45,11 +48,11 @@ class RunList {
   bool Read(int64_t begin, int64_t end, SimChunk& out, int64_t* ready_ns = nullptr) const;
   // The first element of [begin, end) not covered by a run, or `end`.
   int64_t FirstGap(int64_t begin, int64_t end) const;
-  // Keeps the list's storage (absl::InlinedVector::clear would free it): a
-  // buffer reset every call and written in pieces again, as a custom
-  // all-reduce's staging buffer is, would allocate on every call.
+  // Keeps the list's storage (SmallVector::clear does): a buffer reset every
+  // call and written in pieces again, as a custom all-reduce's staging buffer
+  // is, would otherwise allocate on every call.
   void Reset() {
-    runs_.erase(runs_.begin(), runs_.end());
+    runs_.clear();
     shared_.reset();
   }
   const Runs& runs() const { return shared_ != nullptr ? *shared_ : runs_; }

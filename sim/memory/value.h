@@ -10,10 +10,11 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <type_traits>
 #include <vector>
 
-#include "absl/container/inlined_vector.h"
 #include "kernels/protocol/element.h"
+#include "sim/memory/small_vector.h"
 
 namespace lockstep {
 
@@ -63,6 +64,11 @@ struct SimValue {
   int64_t numeric_base = 0;
   uint8_t flags = 0;
 };
+// A SimValue may be relocated with memcpy (SmallVector does): its only member
+// that is not trivially copyable is the shared_ptr, two pointers into
+// storage of its own, never into the value.
+template <>
+struct IsTriviallyRelocatable<SimValue> : std::true_type {};
 
 // Which elements numeric data carries, by the contributions' own element
 // index (an input's element e), so that every rank's input, every partial
@@ -148,11 +154,13 @@ struct Piece {
   int64_t src = 0;
   int64_t len = 0;
 };
+template <>
+struct IsTriviallyRelocatable<Piece> : IsTriviallyRelocatable<SimValue> {};
 
 // What the simulator's memory policy hands the protocols as a Value: the
 // pieces covering a range, in order. Almost always a single piece.
 struct SimChunk {
-  absl::InlinedVector<Piece, 1> pieces;
+  SmallVector<Piece> pieces;
   int64_t len = 0;
 };
 
