@@ -473,9 +473,25 @@ std::string ContributorSummary(const nlohmann::json& c) {
 bool ReductionChecker::Check(SimContext& ctx, const ReductionCheck& c, const SimTensor& tensor) {
   // Every member of the group checks the same (instance, group): the expected
   // fingerprint is computed once, by the first, and dropped after the last.
-  auto [entry, fresh] =
-      agreements_.try_emplace(StableHasher::Mix(c.instance * 0x9e3779b97f4a7c15u ^ c.group_key));
-  Agreement& agreement = entry->second;
+  const uint64_t key = StableHasher::Mix(c.instance * 0x9e3779b97f4a7c15u ^ c.group_key);
+  uint32_t index = open_.Find(key);
+  const bool fresh = index == MixedKeyIndex::kAbsent;
+  if (fresh) {
+    if (free_.empty()) {
+      index = static_cast<uint32_t>(pool_.size());
+      pool_.emplace_back();
+    } else {
+      index = free_.back();
+      free_.pop_back();
+      Agreement& reused = pool_[index];
+      reused.expected_sum = 0;
+      reused.firsts.clear();
+      reused.references.clear();
+      reused.checked = 0;
+    }
+    open_.Insert(key, index);
+  }
+  Agreement& agreement = pool_[index];
   if (fresh) {
     for (int r : c.expected) agreement.expected_sum += ContributionKey(r, c.instance);
   }
@@ -666,7 +682,10 @@ bool ReductionChecker::Check(SimContext& ctx, const ReductionCheck& c, const Sim
                 Detector::kBitwiseAgreement});
     return false;
   }
-  if (++agreement.checked == c.expected.size()) agreements_.erase(entry);
+  if (++agreement.checked == c.expected.size()) {
+    free_.push_back(index);
+    open_.Erase(key);
+  }
   return true;
 }
 

@@ -11,10 +11,10 @@
 #include <utility>
 #include <vector>
 
-#include "absl/container/flat_hash_map.h"
 #include "absl/container/inlined_vector.h"
 #include "dispatch/stable_hash.h"
 #include "kernels/protocol/lamport.h"
+#include "sim/memory/mixed_key_index.h"
 #include "sim/memory/run_list.h"
 #include "sim/memory/sim_context.h"
 #include "sim/replica/site.h"
@@ -151,14 +151,19 @@ class ReductionChecker {
     std::vector<double> sum, magnitude;
   };
   struct Agreement {
-    uint64_t expected_sum;  // sum of the expected contribution keys
+    uint64_t expected_sum = 0;  // sum of the expected contribution keys
     absl::InlinedVector<FirstOutput, 2> firsts;
     std::vector<NumericReference> references;
     size_t checked = 0;
   };
-  // (instance, group_key) -> the first member's output digest; erased once
-  // every expected member has checked in.
-  absl::flat_hash_map<uint64_t, Agreement> agreements_;  // key: Mix(instance, group)
+  // (instance, group_key) -> its agreement in pool_; erased once every
+  // expected member has checked in, the agreement kept in free_ for the next
+  // call. (An absl::flat_hash_map of agreements, one built and destroyed in
+  // it per call, cost ~70 of the NCCL row's ~2 400 instructions a rank-call:
+  // docs/PERFORMANCE.md, fifteenth session.)
+  MixedKeyIndex open_;  // key: Mix(instance, group)
+  std::vector<Agreement> pool_;
+  std::vector<uint32_t> free_;
   uint64_t OutputDigest(const SimContext& ctx, const SimTensor& tensor) const;
 };
 

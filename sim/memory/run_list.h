@@ -41,7 +41,12 @@ class RunList {
   // Returns [begin, end) to the sentinel.
   void Clear(int64_t begin, int64_t end);
   // Whether [begin, end) is entirely covered by runs.
-  bool Covered(int64_t begin, int64_t end) const { return FirstGap(begin, end) == end; }
+  bool Covered(int64_t begin, int64_t end) const {
+    const Runs& list = runs();
+    // Most tensors are one run over all of them.
+    if (list.size() == 1 && list[0].begin <= begin && list[0].end >= end) return true;
+    return FirstGap(begin, end) == end;
+  }
   // Appends the pieces covering [begin, end) to `out` (gaps are skipped) and
   // returns whether they cover it entirely; `*ready_ns` gets the latest
   // ready time among them.
