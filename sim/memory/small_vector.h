@@ -40,8 +40,6 @@ class SmallVector {
   static_assert(IsTriviallyRelocatable<T>::value,
                 "SmallVector relocates elements with memcpy: specialise "
                 "IsTriviallyRelocatable for T once that is true of it");
-  static_assert(alignof(T) <= __STDCPP_DEFAULT_NEW_ALIGNMENT__,
-                "heap storage comes from the plain operator new");
 
  public:
   using value_type = T;
@@ -176,14 +174,14 @@ class SmallVector {
   }
   void FreeHeap() {
     if (capacity_ > 1) {
-      ::operator delete(static_cast<void*>(heap_), capacity_ * sizeof(T));
+      std::allocator<T>().deallocate(heap_, capacity_);
       capacity_ = 1;
     }
   }
   // Relocates the elements into storage for `n` (n > capacity_).
   void Grow(size_t n) {
     assert(n > capacity_ && n <= UINT32_MAX);
-    T* fresh = static_cast<T*>(::operator new(n * sizeof(T)));
+    T* fresh = std::allocator<T>().allocate(n);
     std::memcpy(static_cast<void*>(fresh), static_cast<const void*>(data()), size_ * sizeof(T));
     FreeHeap();
     heap_ = fresh;
