@@ -64,7 +64,6 @@ class SimWiringRuntime final : public WiringRuntime {
  public:
   SimWiringRuntime(SimRun& run, int rank, WiringShared& shared)
       : run_(run),
-        rank_(rank),
         backend_context_{rank, &run.ranks[static_cast<size_t>(rank)], &run.ctx.faults},
         shared_(shared),
         workspace_index_(shared.workspace_index),
@@ -162,7 +161,6 @@ class SimWiringRuntime final : public WiringRuntime {
   }
 
   SimRun& run_;
-  int rank_;
   SimBackendContext backend_context_;
   WiringShared& shared_;
   absl::flat_hash_map<std::pair<uint32_t, uint32_t>, int32_t>& workspace_index_;
