@@ -101,11 +101,8 @@ class SmallVector {
   }
   template <class... Args>
   T& emplace_back(Args&&... args) {
-    if (size_ == capacity_) {
-      // The arguments may refer to an element: build the new one first.
-      T made(std::forward<Args>(args)...);
-      Grow(2 * size_t{capacity_});
-      return *::new (data() + size_++) T(std::move(made));
+    if (size_ == capacity_) [[unlikely]] {
+      return EmplaceBackGrowing(std::forward<Args>(args)...);
     }
     return *::new (data() + size_++) T(std::forward<Args>(args)...);
   }
@@ -166,6 +163,15 @@ class SmallVector {
   T* Inline() { return std::launder(reinterpret_cast<T*>(inline_)); }
   const T* Inline() const { return std::launder(reinterpret_cast<const T*>(inline_)); }
   size_t Index(const_iterator it) const { return static_cast<size_t>(it - data()); }
+  // emplace_back into a full vector, out of line so that the usual append
+  // inlines where it is called (absl's EmplaceBackSlow, likewise).
+  template <class... Args>
+  [[gnu::noinline]] T& EmplaceBackGrowing(Args&&... args) {
+    // The arguments may refer to an element: build the new one first.
+    T made(std::forward<Args>(args)...);
+    Grow(2 * size_t{capacity_});
+    return *::new (data() + size_++) T(std::move(made));
+  }
   void DestroyRange(size_t from, size_t to) {
     if constexpr (!std::is_trivially_destructible_v<T>) {
       T* base = data();
