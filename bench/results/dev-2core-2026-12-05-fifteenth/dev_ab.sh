@@ -1,8 +1,10 @@
+# Pinned A/B of two bench-preset builds, run from the repository root:
+#   BASE=<old build-bench/bin> NEW=<new build-bench/bin> bash dev_ab.sh OUT
+# (this session: BASE a worktree of 3febc01, NEW this tree's build-bench/bin).
 set -u
 OUT=$1
-BASE=/tmp/base-wt/build-bench/bin
-NEW=/work/main/build-bench/bin
-cd /work/main
+BASE=${BASE:-/tmp/base-wt/build-bench/bin}
+NEW=${NEW:-$PWD/build-bench/bin}
 for r in 1 2 3 4 5 6; do
   if [ $((r % 2)) = 1 ]; then cb=0; cn=1; else cb=1; cn=0; fi
   for s in tp8-llama3-h200 tp8-cuda-graphs-custom-llama3-h200 dpattn-dp8-ep8-deepseek-v3-h200 tp32-deepseek-v3-gb200; do
