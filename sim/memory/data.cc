@@ -474,6 +474,9 @@ bool ReductionChecker::Check(SimContext& ctx, const ReductionCheck& c, const Sim
   // Every member of the group checks the same (instance, group): the expected
   // fingerprint is computed once, by the first, and dropped after the last.
   const uint64_t key = StableHasher::Mix(c.instance * 0x9e3779b97f4a7c15u ^ c.group_key);
+  // Found first, inserted only when absent: all but a group's first member
+  // only find (one Insert offering the spare agreement, tried instead, made
+  // every member pay Insert's load check: +37 instructions a rank-call).
   uint32_t index = open_.Find(key);
   const bool fresh = index == MixedKeyIndex::kAbsent;
   if (fresh) {
