@@ -18,7 +18,7 @@ shift 2
 # a source tree or a build folder.
 if [[ -e $dest ]]; then
   stray=$(find "$dest" -mindepth 1 -maxdepth 1 ! -name bin ! -name lib -print -quit 2>/dev/null || true)
-  if [[ ! -d $dest || -n $stray || $(cd "$dest" && pwd -P) == / ]]; then
+  if [[ ! -d $dest || -n $stray ]]; then
     echo "gpu_bundle: DEST '$dest' exists and is not a bundle (holds more than bin/ and lib/);" \
       "remove it or name another folder" >&2
     exit 2
