@@ -272,7 +272,7 @@ void SplitAt(Accumulator& acc, int64_t at) {
 
 }  // namespace
 
-void AccumulatorAdd(SimContext& ctx, Accumulator& acc, const SimChunk& chunk) {
+void AccumulatorAddSlow(SimContext& ctx, Accumulator& acc, const SimChunk& chunk) {
   // The usual add, symbolic data: one piece over the whole chunk into a sum
   // of one segment (what the loops below do for it, without them).
   if (!ctx.numeric_mode && chunk.pieces.size() == 1 && chunk.len > 0 &&
@@ -381,17 +381,6 @@ void SanitizeChunk(SimContext& ctx, SimChunk& chunk) {
       p.value.flags = static_cast<uint8_t>(p.value.flags & ~kHasNegZero);
     }
   }
-}
-
-bool ChunkHasSentinel(const SimChunk& chunk, protocol::SentinelTest test, bool ftz) {
-  for (const Piece& p : chunk.pieces) {
-    if ((p.value.flags & kHasNegZero) != 0) return true;
-    if (test == protocol::SentinelTest::kZeroAndSignbit && ftz &&
-        (p.value.flags & kHasNegSubnormal) != 0) {
-      return true;
-    }
-  }
-  return false;
 }
 
 void WriteChunk(RunList& runs, int64_t pos, const SimChunk& chunk, int64_t ready_ns, int writer) {

@@ -93,7 +93,8 @@ struct Accumulator {
   int64_t contribution_begin() const { return src - numeric_base; }
 };
 
-void AccumulatorAdd(SimContext& ctx, Accumulator& acc, const SimChunk& chunk);
+// AccumulatorAdd (below) out of line: every add, the inline one's included.
+void AccumulatorAddSlow(SimContext& ctx, Accumulator& acc, const SimChunk& chunk);
 // The provenance half of one add (numeric elements aside): `v`'s
 // contributions summed into `sum`, in the order added; `shifted`: `v`'s
 // elements sit at other offsets than the sum's. AccumulatorAdd applies it to
@@ -105,13 +106,36 @@ inline void AddToSum(SimContext& ctx, SimValue& sum, const SimValue& v, bool fp3
   sum.bits = StableHasher::Mix(sum.bits * 0x9e3779b97f4a7c15ull + v.bits + (fp32 ? 1u : 0u));
   if (shifted) sum.flags |= kShifted;
 }
+// Adds `chunk` to `acc`, in the order called. The usual add after the
+// first (symbolic data, one piece over the whole chunk, a sum of one
+// segment: every peer of a Lamport poll but the first) is inline, as
+// AccumulatorAddSlow does it; the rest is not.
+inline void AccumulatorAdd(SimContext& ctx, Accumulator& acc, const SimChunk& chunk) {
+  if (!ctx.numeric_mode && !acc.empty && chunk.pieces.size() == 1 && chunk.len > 0 &&
+      chunk.pieces.front().len == chunk.len && acc.segments.size() == 1 && acc.len > 0) {
+    const Piece& p = chunk.pieces.front();
+    AddToSum(ctx, acc.segments.front().sum, p.value, acc.fp32,
+             (p.value.flags & kShifted) != 0 || p.src != acc.src);
+    return;
+  }
+  AccumulatorAddSlow(ctx, acc, chunk);
+}
 SimChunk AccumulatorFinish(SimContext& ctx, const Accumulator& acc);
 
 // Rewrites −0 elements to +0 (protocol::SanitizeBits) in every piece.
 void SanitizeChunk(SimContext& ctx, SimChunk& chunk);
 
 // Whether any element of `chunk` reads as the sentinel under `test`.
-bool ChunkHasSentinel(const SimChunk& chunk, protocol::SentinelTest test, bool ftz);
+inline bool ChunkHasSentinel(const SimChunk& chunk, protocol::SentinelTest test, bool ftz) {
+  for (const Piece& p : chunk.pieces) {
+    if ((p.value.flags & kHasNegZero) != 0) return true;
+    if (test == protocol::SentinelTest::kZeroAndSignbit && ftz &&
+        (p.value.flags & kHasNegSubnormal) != 0) {
+      return true;
+    }
+  }
+  return false;
+}
 
 // Writes `chunk` into `runs` at [pos, pos + chunk.len).
 void WriteChunk(RunList& runs, int64_t pos, const SimChunk& chunk, int64_t ready_ns, int writer);

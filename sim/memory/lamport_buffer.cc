@@ -60,7 +60,7 @@ void LamportBuffer::Write(const Run& run) {
   runs_.Write(run);
 }
 
-void LamportBuffer::Write(int64_t begin, const Piece& piece, int64_t ready_ns, int32_t writer) {
+void LamportBuffer::WriteSlow(int64_t begin, const Piece& piece, int64_t ready_ns, int32_t writer) {
   if (piece.len <= 0) return;
   if (Run* slot = SlotFor(begin, piece.len)) {
     slot->begin = begin;
@@ -176,21 +176,14 @@ bool LamportBuffer::Read(int64_t begin, int64_t end, SimChunk& out, int64_t* rea
   return covered;
 }
 
-bool LamportBuffer::ReadFresh(int64_t begin, int64_t end, SimChunk& out, int64_t* ready_ns) const {
-  // The usual poll: one whole slot, present (what Read gives for it).
+bool LamportBuffer::ReadFreshSlow(int64_t begin, int64_t end, SimChunk& out,
+                                  int64_t* ready_ns) const {
+  // One whole slot, present, into a value of other than one piece.
   size_t i = 0;
-  if (!general_ && used_ > 0 && end - begin == slot_len_ && begin >= 0 && SlotStart(begin, &i) &&
-      i < slots_.size() && present_[i] != 0 && !Multi(i)) {
+  if (PresentSlot(begin, end, &i)) {
     const Run& r = slots_[i];
-    if (out.pieces.size() == 1) {
-      Piece& p = out.pieces.front();
-      p.value = r.value;
-      p.src = r.src;
-      p.len = slot_len_;
-    } else {
-      out.pieces.clear();
-      out.pieces.push_back(Piece{r.value, r.src, slot_len_});
-    }
+    out.pieces.clear();
+    out.pieces.push_back(Piece{r.value, r.src, slot_len_});
     out.len = slot_len_;
     *ready_ns = std::max<int64_t>(0, r.ready_ns);
     return true;

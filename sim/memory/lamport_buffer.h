@@ -12,6 +12,7 @@
 #ifndef LOCKSTEP_SIM_MEMORY_LAMPORT_BUFFER_H_
 #define LOCKSTEP_SIM_MEMORY_LAMPORT_BUFFER_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -23,8 +24,22 @@ class LamportBuffer {
  public:
   void Write(const Run& run);
   // Write(Run{begin, begin + piece.len, piece.value, piece.src, ready_ns,
-  // writer}), without building the run first (a push's store).
-  void Write(int64_t begin, const Piece& piece, int64_t ready_ns, int32_t writer);
+  // writer}), without building the run first (a push's store). The usual
+  // push, into a slot the table already has, is inline; the rest is not.
+  void Write(int64_t begin, const Piece& piece, int64_t ready_ns, int32_t writer) {
+    if (piece.len > 0) {
+      if (Run* slot = TableSlot(begin, piece.len)) {
+        slot->begin = begin;
+        slot->end = begin + piece.len;
+        slot->value = piece.value;
+        slot->src = piece.src;
+        slot->ready_ns = ready_ns;
+        slot->writer = writer;
+        return;
+      }
+    }
+    WriteSlow(begin, piece, ready_ns, writer);
+  }
   // The pieces of `chunk` written one after another from `begin` (a push's
   // store): one slot of the table when together they fill one.
   void Write(int64_t begin, const SimChunk& chunk, int64_t ready_ns, int32_t writer) {
@@ -38,14 +53,31 @@ class LamportBuffer {
   // As RunList::Read: appends the pieces of [begin, end), returns coverage.
   bool Read(int64_t begin, int64_t end, SimChunk& out, int64_t* ready_ns) const;
   // Read into an emptied `out` (a poll's value, reused from peer to peer:
-  // a single piece is overwritten in place).
-  bool ReadFresh(int64_t begin, int64_t end, SimChunk& out, int64_t* ready_ns) const;
+  // a single piece is overwritten in place). The usual poll, one whole slot
+  // present into a value of one piece, is inline; the rest is not.
+  bool ReadFresh(int64_t begin, int64_t end, SimChunk& out, int64_t* ready_ns) const {
+    size_t i = 0;
+    if (out.pieces.size() == 1 && PresentSlot(begin, end, &i)) {
+      const Run& r = slots_[i];
+      Piece& p = out.pieces.front();
+      p.value = r.value;
+      p.src = r.src;
+      p.len = slot_len_;
+      out.len = slot_len_;
+      *ready_ns = std::max<int64_t>(0, r.ready_ns);
+      return true;
+    }
+    return ReadFreshSlow(begin, end, out, ready_ns);
+  }
   bool Empty() const { return general_ ? runs_.runs().empty() : used_ == 0; }
   // Whether the buffer left the slot table (for tests).
   bool general() const { return general_; }
 
  private:
   void Spill();
+  // Write(begin, piece, ...) and ReadFresh but for their inline cases.
+  void WriteSlow(int64_t begin, const Piece& piece, int64_t ready_ns, int32_t writer);
+  bool ReadFreshSlow(int64_t begin, int64_t end, SimChunk& out, int64_t* ready_ns) const;
   // Write(begin, chunk, ...) of a chunk of other than one piece.
   void WritePieces(int64_t begin, const SimChunk& chunk, int64_t ready_ns, int32_t writer);
 
@@ -64,6 +96,28 @@ class LamportBuffer {
     return static_cast<int64_t>(*index) * slot_len_ == pos;
   }
   void SetSlotLen(int64_t len);
+  // What SlotFor gives where the table already has the slot at this length
+  // and no slot holds several runs (a push into a table in use): the slot,
+  // marked present; else null, and SlotFor decides.
+  Run* TableSlot(int64_t begin, int64_t len) {
+    size_t index = 0;
+    if (general_ || len != slot_len_ || !multi_.empty() || !SlotStart(begin, &index) ||
+        index >= slots_.size()) {
+      return nullptr;
+    }
+    if (present_[index] == 0) {
+      present_[index] = 1;
+      ++used_;
+    }
+    return &slots_[index];
+  }
+  // Whether [begin, end) is one whole slot, present and of one run; its
+  // index in `*index`.
+  bool PresentSlot(int64_t begin, int64_t end, size_t* index) const {
+    return !general_ && used_ > 0 && end - begin == slot_len_ && begin >= 0 &&
+           SlotStart(begin, index) && *index < slots_.size() && present_[*index] != 0 &&
+           !Multi(*index);
+  }
   // The slot a write of [begin, begin + len) (len > 0) fills, marked
   // present; null once the write has moved the buffer to the general form.
   Run* SlotFor(int64_t begin, int64_t len);

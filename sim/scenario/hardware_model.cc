@@ -21,13 +21,6 @@ std::string_view HopClassName(HopClass hop) {
   return "?";
 }
 
-HopClass HardwareModel::Hop(int a, int b) const {
-  if (a == b) return HopClass::kSelf;
-  if (Node(a) == Node(b)) return HopClass::kIntraNode;
-  if (Domain(a) == Domain(b)) return HopClass::kIntraDomain;
-  return HopClass::kNetwork;
-}
-
 const HopSpec& HardwareModel::Spec(HopClass hop) const {
   switch (hop) {
     case HopClass::kSelf:

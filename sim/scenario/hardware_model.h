@@ -25,7 +25,12 @@ class HardwareModel {
   const HardwareSpec& spec() const { return spec_; }
   int Node(int rank) const { return rank / spec_.gpus_per_node; }
   int Domain(int rank) const { return Node(rank) / spec_.nodes_per_domain; }
-  HopClass Hop(int a, int b) const;
+  HopClass Hop(int a, int b) const {
+    if (a == b) return HopClass::kSelf;
+    if (Node(a) == Node(b)) return HopClass::kIntraNode;
+    if (Domain(a) == Domain(b)) return HopClass::kIntraDomain;
+    return HopClass::kNetwork;
+  }
   const HopSpec& Spec(HopClass hop) const;
 
   // Nanoseconds for `bytes` to land from a to b (latency + bytes / bandwidth).
