@@ -63,12 +63,7 @@ void LamportBuffer::Write(const Run& run) {
 void LamportBuffer::WriteSlow(int64_t begin, const Piece& piece, int64_t ready_ns, int32_t writer) {
   if (piece.len <= 0) return;
   if (Run* slot = SlotFor(begin, piece.len)) {
-    slot->begin = begin;
-    slot->end = begin + piece.len;
-    slot->value = piece.value;
-    slot->src = piece.src;
-    slot->ready_ns = ready_ns;
-    slot->writer = writer;
+    Fill(*slot, begin, piece, ready_ns, writer);
     return;
   }
   runs_.Write(Run{begin, begin + piece.len, piece.value, piece.src, ready_ns, writer});

@@ -29,12 +29,7 @@ class LamportBuffer {
   void Write(int64_t begin, const Piece& piece, int64_t ready_ns, int32_t writer) {
     if (piece.len > 0) {
       if (Run* slot = TableSlot(begin, piece.len)) {
-        slot->begin = begin;
-        slot->end = begin + piece.len;
-        slot->value = piece.value;
-        slot->src = piece.src;
-        slot->ready_ns = ready_ns;
-        slot->writer = writer;
+        Fill(*slot, begin, piece, ready_ns, writer);
         return;
       }
     }
@@ -96,6 +91,16 @@ class LamportBuffer {
     return static_cast<int64_t>(*index) * slot_len_ == pos;
   }
   void SetSlotLen(int64_t len);
+  // `slot` = Run{begin, begin + piece.len, piece.value, piece.src, ready_ns,
+  // writer}, assigned field by field (no run built first).
+  static void Fill(Run& slot, int64_t begin, const Piece& piece, int64_t ready_ns, int32_t writer) {
+    slot.begin = begin;
+    slot.end = begin + piece.len;
+    slot.value = piece.value;
+    slot.src = piece.src;
+    slot.ready_ns = ready_ns;
+    slot.writer = writer;
+  }
   // What SlotFor gives where the table already has the slot at this length
   // and no slot holds several runs (a push into a table in use): the slot,
   // marked present; else null, and SlotFor decides.
