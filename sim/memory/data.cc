@@ -273,21 +273,17 @@ void SplitAt(Accumulator& acc, int64_t at) {
 }  // namespace
 
 void AccumulatorAddSlow(SimContext& ctx, Accumulator& acc, const SimChunk& chunk) {
-  // The usual add, symbolic data: one piece over the whole chunk into a sum
-  // of one segment (what the loops below do for it, without them).
-  if (!ctx.numeric_mode && chunk.pieces.size() == 1 && chunk.len > 0 &&
-      chunk.pieces.front().len == chunk.len &&
-      (acc.empty || (acc.segments.size() == 1 && acc.len > 0))) {
-    const Piece& p = chunk.pieces.front();
-    if (acc.empty) {
-      acc.empty = false;
-      acc.len = chunk.len;
-      acc.src = p.src;
-      acc.segments.resize(1);
-      acc.segments.front() = Accumulator::Segment{0, chunk.len, SimValue{}};
-    }
-    AddToSum(ctx, acc.segments.front().sum, p.value, acc.fp32,
-             (p.value.flags & kShifted) != 0 || p.src != acc.src);
+  // The first add of AccumulatorAdd's inline case (symbolic data, one piece
+  // over the whole chunk): a sum of one segment, then that inline add (what
+  // the loops below do for it, without them).
+  if (!ctx.numeric_mode && acc.empty && chunk.pieces.size() == 1 && chunk.len > 0 &&
+      chunk.pieces.front().len == chunk.len) {
+    acc.empty = false;
+    acc.len = chunk.len;
+    acc.src = chunk.pieces.front().src;
+    acc.segments.resize(1);
+    acc.segments.front() = Accumulator::Segment{0, chunk.len, SimValue{}};
+    AccumulatorAdd(ctx, acc, chunk);
     return;
   }
   const bool first = acc.empty;

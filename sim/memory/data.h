@@ -93,7 +93,8 @@ struct Accumulator {
   int64_t contribution_begin() const { return src - numeric_base; }
 };
 
-// AccumulatorAdd (below) out of line: every add, the inline one's included.
+// AccumulatorAdd (below) but for its inline case: the first add, and every
+// add of numeric data, of several pieces or into several segments.
 void AccumulatorAddSlow(SimContext& ctx, Accumulator& acc, const SimChunk& chunk);
 // The provenance half of one add (numeric elements aside): `v`'s
 // contributions summed into `sum`, in the order added; `shifted`: `v`'s
@@ -108,8 +109,8 @@ inline void AddToSum(SimContext& ctx, SimValue& sum, const SimValue& v, bool fp3
 }
 // Adds `chunk` to `acc`, in the order called. The usual add after the
 // first (symbolic data, one piece over the whole chunk, a sum of one
-// segment: every peer of a Lamport poll but the first) is inline, as
-// AccumulatorAddSlow does it; the rest is not.
+// segment: every peer of a Lamport poll but the first) is inline; the
+// first add and the rest are AccumulatorAddSlow's.
 inline void AccumulatorAdd(SimContext& ctx, Accumulator& acc, const SimChunk& chunk) {
   if (!ctx.numeric_mode && !acc.empty && chunk.pieces.size() == 1 && chunk.len > 0 &&
       chunk.pieces.front().len == chunk.len && acc.segments.size() == 1 && acc.len > 0) {
