@@ -5,6 +5,50 @@
 
 namespace lockstep {
 
+void LamportBuffer::FillNumeric(Slot& slot, const SimValue& value) {
+  const auto i = static_cast<size_t>(&slot - slots_.data());
+  slot.numeric = value.numeric != nullptr || value.numeric_base != 0;
+  if (!slot.numeric) {
+    numeric_[i] = NumericPart{};  // the array the slot held before goes
+    return;
+  }
+  if (numeric_.size() < slots_.size()) numeric_.resize(slots_.size());
+  numeric_[i] = NumericPart{value.numeric, value.numeric_base};
+}
+
+void LamportBuffer::AssignNumeric(size_t i, SimValue& out) const {
+  if (slots_[i].numeric) {
+    out.numeric = numeric_[i].numeric;
+    out.numeric_base = numeric_[i].numeric_base;
+  } else {
+    out.numeric = nullptr;
+    out.numeric_base = 0;
+  }
+}
+
+Run LamportBuffer::RunOf(size_t i) const {
+  const Slot& s = slots_[i];
+  Run r;
+  r.begin = static_cast<int64_t>(i) * slot_len_;
+  r.end = r.begin + slot_len_;
+  AssignValue(i, r.value);
+  r.src = s.src;
+  r.ready_ns = s.ready_ns;
+  r.writer = s.writer;
+  return r;
+}
+
+Piece LamportBuffer::PieceOf(size_t i, int64_t begin, int64_t end) const {
+  const int64_t slot_begin = static_cast<int64_t>(i) * slot_len_;
+  const int64_t lo = std::max(begin, slot_begin);
+  const int64_t hi = std::min(end, slot_begin + slot_len_);
+  Piece p;
+  AssignValue(i, p.value);
+  p.src = slots_[i].src + (lo - slot_begin);
+  p.len = hi - lo;
+  return p;
+}
+
 void LamportBuffer::Spill() {
   for (size_t i = 0; i < slots_.size(); ++i) {
     if (present_[i] == 0) continue;
@@ -12,7 +56,7 @@ void LamportBuffer::Spill() {
       for (const Run& r : multi_[i]) runs_.Write(r);
       multi_[i].clear();
     } else {
-      runs_.Write(slots_[i]);
+      runs_.Write(RunOf(i));
     }
   }
   std::fill(present_.begin(), present_.end(), uint8_t{0});
@@ -28,7 +72,7 @@ void LamportBuffer::SetSlotLen(int64_t len) {
                       : 0;
 }
 
-Run* LamportBuffer::SlotFor(int64_t begin, int64_t len) {
+LamportBuffer::Slot* LamportBuffer::SlotFor(int64_t begin, int64_t len) {
   if (general_) return nullptr;
   if (used_ == 0 && len != slot_len_ && begin % len == 0) SetSlotLen(len);
   size_t index = 0;
@@ -37,6 +81,7 @@ Run* LamportBuffer::SlotFor(int64_t begin, int64_t len) {
       slots_.resize(index + 1);
       present_.resize(index + 1, 0);
       if (!multi_.empty()) multi_.resize(index + 1);
+      if (!numeric_.empty()) numeric_.resize(index + 1);
     }
     // A write of one run: whatever several runs the slot held are gone.
     if (!multi_.empty()) multi_[index].clear();
@@ -53,8 +98,8 @@ Run* LamportBuffer::SlotFor(int64_t begin, int64_t len) {
 // An empty write changes nothing in either form (RunList::Write ignores it).
 void LamportBuffer::Write(const Run& run) {
   if (run.begin >= run.end) return;
-  if (Run* slot = SlotFor(run.begin, run.end - run.begin)) {
-    *slot = run;
+  if (Slot* slot = SlotFor(run.begin, run.end - run.begin)) {
+    Fill(*slot, run.value, run.src, run.ready_ns, run.writer);
     return;
   }
   runs_.Write(run);
@@ -62,8 +107,8 @@ void LamportBuffer::Write(const Run& run) {
 
 void LamportBuffer::WriteSlow(int64_t begin, const Piece& piece, int64_t ready_ns, int32_t writer) {
   if (piece.len <= 0) return;
-  if (Run* slot = SlotFor(begin, piece.len)) {
-    Fill(*slot, begin, piece, ready_ns, writer);
+  if (Slot* slot = SlotFor(begin, piece.len)) {
+    Fill(*slot, piece.value, piece.src, ready_ns, writer);
     return;
   }
   runs_.Write(Run{begin, begin + piece.len, piece.value, piece.src, ready_ns, writer});
@@ -87,7 +132,7 @@ void LamportBuffer::WritePieces(int64_t begin, const SimChunk& chunk, int64_t re
     }
     return;
   }
-  Run* slot = SlotFor(begin, len);
+  Slot* slot = SlotFor(begin, len);
   std::vector<Run>* runs = nullptr;
   if (slot != nullptr) {
     const auto index = static_cast<size_t>(slot - slots_.data());
@@ -162,11 +207,8 @@ bool LamportBuffer::Read(int64_t begin, int64_t end, SimChunk& out, int64_t* rea
       }
       continue;
     }
-    const Run& r = slots_[i];
-    const int64_t lo = std::max(begin, r.begin);
-    const int64_t hi = std::min(end, r.end);
-    out.pieces.push_back(Piece{r.value, r.src + (lo - r.begin), hi - lo});
-    *ready_ns = std::max(*ready_ns, r.ready_ns);
+    out.pieces.push_back(PieceOf(i, begin, end));
+    *ready_ns = std::max(*ready_ns, slots_[i].ready_ns);
   }
   return covered;
 }
@@ -176,11 +218,10 @@ bool LamportBuffer::ReadFreshSlow(int64_t begin, int64_t end, SimChunk& out,
   // One whole slot, present, into a value of other than one piece.
   size_t i = 0;
   if (PresentSlot(begin, end, &i)) {
-    const Run& r = slots_[i];
     out.pieces.clear();
-    out.pieces.push_back(Piece{r.value, r.src, slot_len_});
+    out.pieces.push_back(PieceOf(i, begin, end));
     out.len = slot_len_;
-    *ready_ns = std::max<int64_t>(0, r.ready_ns);
+    *ready_ns = std::max<int64_t>(0, slots_[i].ready_ns);
     return true;
   }
   // Emptied with its storage kept (SmallVector::clear keeps it): a slot of

@@ -8,6 +8,13 @@
 // size, a clear that cuts a slot) moves the buffer to a general RunList, which
 // models every overlap exactly; once the buffer is empty again it returns to
 // the slot table. Both forms give the same answers; only the cost differs.
+//
+// A slot of the table is 48 bytes, not a Run's 96: its range is its index's,
+// and a value's numeric data (numeric mode's arrays) sits apart, in a table
+// of its own made at the first numeric write. A 72-wide MNNVL call lands a
+// push in 72 peers' buffers and polls 72 slots per rank, each most likely
+// out of the core's L2 by then: a slot of two cache lines cost two misses
+// where one will do (docs/PERFORMANCE.md, eighteenth session).
 
 #ifndef LOCKSTEP_SIM_MEMORY_LAMPORT_BUFFER_H_
 #define LOCKSTEP_SIM_MEMORY_LAMPORT_BUFFER_H_
@@ -28,8 +35,8 @@ class LamportBuffer {
   // push, into a slot the table already has, is inline; the rest is not.
   void Write(int64_t begin, const Piece& piece, int64_t ready_ns, int32_t writer) {
     if (piece.len > 0) {
-      if (Run* slot = TableSlot(begin, piece.len)) {
-        Fill(*slot, begin, piece, ready_ns, writer);
+      if (Slot* slot = TableSlot(begin, piece.len)) {
+        Fill(*slot, piece.value, piece.src, ready_ns, writer);
         return;
       }
     }
@@ -53,9 +60,9 @@ class LamportBuffer {
   bool ReadFresh(int64_t begin, int64_t end, SimChunk& out, int64_t* ready_ns) const {
     size_t i = 0;
     if (out.pieces.size() == 1 && PresentSlot(begin, end, &i)) {
-      const Run& r = slots_[i];
+      const Slot& r = slots_[i];
       Piece& p = out.pieces.front();
-      p.value = r.value;
+      AssignValue(i, p.value);
       p.src = r.src;
       p.len = slot_len_;
       out.len = slot_len_;
@@ -69,6 +76,26 @@ class LamportBuffer {
   bool general() const { return general_; }
 
  private:
+  // The one run a table slot holds: [i * slot_len_, (i + 1) * slot_len_).
+  // Its value's fields but the numeric array and base, which are numeric_[i]
+  // where `numeric` is set.
+  struct Slot {
+    uint64_t key_sum = 0;
+    uint64_t bits = 0;
+    int64_t src = 0;
+    int64_t ready_ns = 0;
+    uint32_t count = 0;
+    uint32_t exact = 0;
+    int32_t writer = -1;
+    uint8_t flags = 0;
+    bool numeric = false;
+  };
+  static_assert(sizeof(Slot) == 48);
+  struct NumericPart {
+    NumericArray numeric;
+    int64_t numeric_base = 0;
+  };
+
   void Spill();
   // Write(begin, piece, ...) and ReadFresh but for their inline cases.
   void WriteSlow(int64_t begin, const Piece& piece, int64_t ready_ns, int32_t writer);
@@ -91,20 +118,45 @@ class LamportBuffer {
     return static_cast<int64_t>(*index) * slot_len_ == pos;
   }
   void SetSlotLen(int64_t len);
-  // `slot` = Run{begin, begin + piece.len, piece.value, piece.src, ready_ns,
-  // writer}, assigned field by field (no run built first).
-  static void Fill(Run& slot, int64_t begin, const Piece& piece, int64_t ready_ns, int32_t writer) {
-    slot.begin = begin;
-    slot.end = begin + piece.len;
-    slot.value = piece.value;
-    slot.src = piece.src;
+  // `slot` holds a run of `value` from its element `src`, landing at
+  // `ready_ns`, written by `writer`.
+  void Fill(Slot& slot, const SimValue& value, int64_t src, int64_t ready_ns, int32_t writer) {
+    slot.key_sum = value.key_sum;
+    slot.bits = value.bits;
+    slot.src = src;
     slot.ready_ns = ready_ns;
+    slot.count = value.count;
+    slot.exact = value.exact;
     slot.writer = writer;
+    slot.flags = value.flags;
+    if (value.numeric != nullptr || value.numeric_base != 0 || slot.numeric) [[unlikely]] {
+      FillNumeric(slot, value);
+    }
   }
+  // Fill's numeric half: numeric_[slot's index] holds `value`'s array and
+  // base, or lets go of the array the slot held before.
+  void FillNumeric(Slot& slot, const SimValue& value);
+  // `out` = slot i's value.
+  void AssignValue(size_t i, SimValue& out) const {
+    const Slot& r = slots_[i];
+    out.key_sum = r.key_sum;
+    out.count = r.count;
+    out.exact = r.exact;
+    out.bits = r.bits;
+    out.flags = r.flags;
+    if (r.numeric || out.numeric != nullptr || out.numeric_base != 0) [[unlikely]] {
+      AssignNumeric(i, out);
+    }
+  }
+  void AssignNumeric(size_t i, SimValue& out) const;
+  // Slot i's run, as the general form holds it.
+  Run RunOf(size_t i) const;
+  // The piece of slot i's run within [begin, end), which overlaps it.
+  Piece PieceOf(size_t i, int64_t begin, int64_t end) const;
   // What SlotFor gives where the table already has the slot at this length
   // and no slot holds several runs (a push into a table in use): the slot,
   // marked present; else null, and SlotFor decides.
-  Run* TableSlot(int64_t begin, int64_t len) {
+  Slot* TableSlot(int64_t begin, int64_t len) {
     size_t index = 0;
     if (general_ || len != slot_len_ || !multi_.empty() || !SlotStart(begin, &index) ||
         index >= slots_.size()) {
@@ -125,7 +177,7 @@ class LamportBuffer {
   }
   // The slot a write of [begin, begin + len) (len > 0) fills, marked
   // present; null once the write has moved the buffer to the general form.
-  Run* SlotFor(int64_t begin, int64_t len);
+  Slot* SlotFor(int64_t begin, int64_t len);
   // Whether present slot `i` holds the runs of a push of several (multi_).
   bool Multi(size_t i) const { return !multi_.empty() && !multi_[i].empty(); }
 
@@ -135,13 +187,16 @@ class LamportBuffer {
   // slot_len_ below 2^32 (Lemire, Kaser and Kurz, "Faster remainder by direct
   // computation", 2019); 0: divide.
   uint64_t slot_inverse_ = 0;
-  std::vector<Run> slots_;        // slot i covers [i * slot_len_, (i + 1) * slot_len_)
+  std::vector<Slot> slots_;       // slot i covers [i * slot_len_, (i + 1) * slot_len_)
   std::vector<uint8_t> present_;  // whether slot i holds data
   // Slot i's runs where a push of several filled it (slots_[i] unused then),
   // else empty; sized with slots_ from the first such push, empty before.
   std::vector<std::vector<Run>> multi_;
   int64_t used_ = 0;  // slots present
-  RunList runs_;      // the general form
+  // Slot i's numeric array and base where slots_[i].numeric; sized with
+  // slots_ from the first slot that has them, empty before.
+  std::vector<NumericPart> numeric_;
+  RunList runs_;  // the general form
 };
 
 }  // namespace lockstep

@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <memory>
 #include <vector>
 
 #include "gmock/gmock.h"
@@ -216,6 +217,17 @@ TEST(LamportBufferTest, MisalignedWritesBehaveExactlyLikeARunList) {
 TEST(LamportBufferTest, PushesOfSeveralPiecesReadAsARunListDoes) {
   Rng rng(5);
   int slot_table_reads = 0;
+  const NumericArray arrays[2] = {std::make_shared<const NumericBits>(NumericBits{0, {1, 2}}),
+                                  std::make_shared<const NumericBits>(NumericBits{3, {4}})};
+  const auto expect_same_value = [](const SimValue& got, const SimValue& want) {
+    EXPECT_EQ(got.key_sum, want.key_sum);
+    EXPECT_EQ(got.count, want.count);
+    EXPECT_EQ(got.exact, want.exact);
+    EXPECT_EQ(got.bits, want.bits);
+    EXPECT_EQ(got.numeric, want.numeric);
+    EXPECT_EQ(got.numeric_base, want.numeric_base);
+    EXPECT_EQ(got.flags, want.flags);
+  };
   for (int trial = 0; trial < 40; ++trial) {
     const int64_t slot = 8 + static_cast<int64_t>(rng.Below(3)) * 4;  // 8, 12 or 16
     LamportBuffer b;
@@ -234,16 +246,27 @@ TEST(LamportBufferTest, PushesOfSeveralPiecesReadAsARunListDoes) {
         // misaligned or longer one, and empty pieces among them.
         const int64_t begin = s * slot + (rng.Below(8) == 0 ? 1 : 0);
         const int64_t len = rng.Below(8) == 0 ? slot + 4 : slot;
+        // Half of them one piece, as a Lamport push of one run is: the
+        // slot table's own path.
+        const bool whole = rng.Below(2) == 0;
         SimChunk chunk;
         int64_t left = len;
         while (left > 0) {
           const int64_t n =
-              chunk.pieces.size() == 2
+              whole || chunk.pieces.size() == 2
                   ? left
                   : std::min<int64_t>(
                         left, 1 + static_cast<int64_t>(rng.Below(static_cast<uint64_t>(left))));
           Piece p;
           p.value.key_sum = key++;
+          // Every field of the value, numeric arrays and bases among them
+          // (a table slot keeps them apart from the rest).
+          p.value.count = static_cast<uint32_t>(rng.Below(9));
+          p.value.exact = static_cast<uint32_t>(rng.Below(9));
+          p.value.bits = rng.Next();
+          p.value.flags = static_cast<uint8_t>(rng.Below(8));
+          if (rng.Below(4) == 0) p.value.numeric = arrays[rng.Below(2)];
+          if (rng.Below(4) == 0) p.value.numeric_base = static_cast<int64_t>(rng.Below(7));
           p.src = static_cast<int64_t>(rng.Below(100));
           p.len = n;
           chunk.pieces.push_back(p);
@@ -266,7 +289,11 @@ TEST(LamportBufferTest, PushesOfSeveralPiecesReadAsARunListDoes) {
           // ReadFresh into a value a previous poll left with no piece, one
           // (the inline case) or two.
           SimChunk x, y, fresh[3];
-          fresh[1].pieces.push_back(Piece{});
+          // A value of one piece that a previous poll left holding an array.
+          SimValue stale;
+          stale.numeric = arrays[0];
+          stale.numeric_base = 2;
+          fresh[1].pieces.push_back(Piece{stale, 0, 0});
           fresh[2].pieces.push_back(Piece{});
           fresh[2].pieces.push_back(Piece{});
           int64_t rx = 0, ry = 0, rf = 0;
@@ -280,7 +307,7 @@ TEST(LamportBufferTest, PushesOfSeveralPiecesReadAsARunListDoes) {
             ASSERT_EQ(got->pieces.size(), y.pieces.size()) << trial << " " << op << " " << lo;
             EXPECT_EQ(got->len, y.len);
             for (size_t i = 0; i < y.pieces.size(); ++i) {
-              EXPECT_EQ(got->pieces[i].value.key_sum, y.pieces[i].value.key_sum);
+              expect_same_value(got->pieces[i].value, y.pieces[i].value);
               EXPECT_EQ(got->pieces[i].src, y.pieces[i].src);
               EXPECT_EQ(got->pieces[i].len, y.pieces[i].len);
             }
@@ -292,6 +319,80 @@ TEST(LamportBufferTest, PushesOfSeveralPiecesReadAsARunListDoes) {
     }
   }
   EXPECT_GT(slot_table_reads, 100) << "the slot table was hardly exercised";
+}
+
+TEST(LamportBufferTest, TableSlotsGiveBackEveryFieldOfWhatWasPushed) {
+  // Lamport pushes and polls of whole slots only, so the buffer never leaves
+  // its slot table: a slot keeps a value's numeric array and base apart from
+  // its other fields, and a push of a value without them must let go of the
+  // ones the slot held before.
+  Rng rng(11);
+  const NumericArray arrays[2] = {std::make_shared<const NumericBits>(NumericBits{0, {1, 2}}),
+                                  std::make_shared<const NumericBits>(NumericBits{3, {4}})};
+  constexpr int64_t kSlot = 16;
+  int numeric_overwritten = 0;
+  for (int trial = 0; trial < 20; ++trial) {
+    LamportBuffer b;
+    RunList reference;
+    std::vector<bool> numeric(6, false);
+    for (int op = 0; op < 60; ++op) {
+      const auto s = static_cast<int64_t>(rng.Below(6));
+      if (rng.Below(6) == 0) {
+        b.Clear(s * kSlot, (s + 1) * kSlot);
+        reference.Clear(s * kSlot, (s + 1) * kSlot);
+        continue;
+      }
+      Piece p;
+      p.value.key_sum = rng.Next();
+      p.value.count = static_cast<uint32_t>(rng.Below(9));
+      p.value.exact = static_cast<uint32_t>(rng.Below(9));
+      p.value.bits = rng.Next();
+      p.value.flags = static_cast<uint8_t>(rng.Below(8));
+      if (rng.Below(3) == 0) p.value.numeric = arrays[rng.Below(2)];
+      if (rng.Below(3) == 0) p.value.numeric_base = 1 + static_cast<int64_t>(rng.Below(7));
+      p.src = static_cast<int64_t>(rng.Below(100));
+      p.len = kSlot;
+      const bool has = p.value.numeric != nullptr || p.value.numeric_base != 0;
+      if (numeric[static_cast<size_t>(s)] && !has) ++numeric_overwritten;
+      numeric[static_cast<size_t>(s)] = has;
+      const auto ready = static_cast<int64_t>(rng.Below(50));
+      const auto writer = static_cast<int32_t>(rng.Below(8));
+      b.Write(s * kSlot, p, ready, writer);
+      reference.Write(lockstep::Run{s * kSlot, (s + 1) * kSlot, p.value, p.src, ready, writer});
+      ASSERT_FALSE(b.general());
+      for (int64_t slot = 0; slot < 6; ++slot) {
+        SimChunk got, want;
+        // A poll's value, left holding an array by an earlier poll.
+        SimValue stale;
+        stale.numeric = arrays[1];
+        stale.numeric_base = 5;
+        SimChunk fresh;
+        fresh.pieces.push_back(Piece{stale, 0, 0});
+        int64_t got_ready = 0, want_ready = 0, fresh_ready = 0;
+        const bool covered = reference.Read(slot * kSlot, (slot + 1) * kSlot, want, &want_ready);
+        ASSERT_EQ(b.Read(slot * kSlot, (slot + 1) * kSlot, got, &got_ready), covered);
+        ASSERT_EQ(b.ReadFresh(slot * kSlot, (slot + 1) * kSlot, fresh, &fresh_ready), covered);
+        if (!covered) continue;
+        EXPECT_EQ(got_ready, want_ready);
+        EXPECT_EQ(fresh_ready, want_ready);
+        for (const SimChunk* c : {&got, &fresh}) {
+          ASSERT_EQ(c->pieces.size(), 1u);
+          const Piece& g = c->pieces[0];
+          const Piece& w = want.pieces[0];
+          EXPECT_EQ(g.value.key_sum, w.value.key_sum) << trial << " " << op << " " << slot;
+          EXPECT_EQ(g.value.count, w.value.count);
+          EXPECT_EQ(g.value.exact, w.value.exact);
+          EXPECT_EQ(g.value.bits, w.value.bits);
+          EXPECT_EQ(g.value.numeric, w.value.numeric) << trial << " " << op << " " << slot;
+          EXPECT_EQ(g.value.numeric_base, w.value.numeric_base);
+          EXPECT_EQ(g.value.flags, w.value.flags);
+          EXPECT_EQ(g.src, w.src);
+          EXPECT_EQ(g.len, w.len);
+        }
+      }
+    }
+  }
+  EXPECT_GT(numeric_overwritten, 20) << "slots holding numeric data were hardly overwritten";
 }
 
 TEST(SchedulerTest, SameSeedGivesTheSameInterleaving) {
