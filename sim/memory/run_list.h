@@ -60,6 +60,10 @@ class RunList {
     runs_.clear();
     shared_.reset();
   }
+  // Room for `n` runs before the list next allocates (a two-shot result is
+  // written as a run per owner: grown one doubling at a time, a 72-wide
+  // call's result reallocated seven times).
+  void Reserve(size_t n) { Mutable().reserve(n); }
   const Runs& runs() const { return shared_ != nullptr ? *shared_ : runs_; }
   // Index into runs() of the first run whose end > pos.
   size_t FirstEndingAfter(int64_t pos) const;

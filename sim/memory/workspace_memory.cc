@@ -35,6 +35,9 @@ protocol::ProtocolStatus SimWorkspace::RunAllReduce(int member, const DecisionRe
   LamportMem mem(*this, member, in, out, d.fp32_acc, args.sentinel,
                  (d.kernel_flags & kBoundedWaits) != 0);
   out.elems = in.elems;
+  // Two-shot writes the result a piece per owner, in owner order: a run each
+  // where the input is one run.
+  if (d.algorithm == Algorithm::kTwoShot) out.runs.Reserve(peers_.size());
   const protocol::ProtocolStatus status = d.algorithm == Algorithm::kTwoShot
                                               ? protocol::TwoShotAllReduce(mem, args)
                                               : protocol::OneShotAllReduce(mem, args);
