@@ -22,8 +22,10 @@ namespace {
 constexpr uint64_t kBaseBytes = uint64_t{32} << 20;  // the process, catalogue, layout
 constexpr uint64_t kRankStateBytes = 4096;           // runtime, coordinators, clocks
 constexpr uint64_t kObjectRankBytes = 1024;          // backends of one group object, per rank
-constexpr uint64_t kOneShotPairBytes = 320;          // Lamport buffers + hops, per member pair
-constexpr uint64_t kTwoShotPairBytes = 896;          // two-shot: twice the pieces per buffer
+// Lamport buffers + hops, per member pair (measured 133 and 770 since a
+// slot is 48 bytes: docs/LIMITS.md).
+constexpr uint64_t kOneShotPairBytes = 160;
+constexpr uint64_t kTwoShotPairBytes = 896;  // two-shot: twice the pieces per buffer
 // A workspace no call pushes into (the fused kernel cannot reach its group):
 // its members' state (one TP group of 16 384 ranks: 257 MB with the
 // workspace, 232 MB without).
