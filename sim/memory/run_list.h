@@ -62,8 +62,13 @@ class RunList {
   }
   // Room for `n` runs before the list next allocates (a two-shot result is
   // written as a run per owner: grown one doubling at a time, a 72-wide
-  // call's result reallocated seven times).
-  void Reserve(size_t n) { Mutable().reserve(n); }
+  // call's result reallocated seven times). A shared list is left as it is:
+  // the write that copies it out sizes the copy. (Not through Mutable: a
+  // third caller made the compiler stop inlining it into Write, which cost
+  // the NCCL row of sim_bench 4 %.)
+  void Reserve(size_t n) {
+    if (shared_ == nullptr) runs_.reserve(n);
+  }
   const Runs& runs() const { return shared_ != nullptr ? *shared_ : runs_; }
   // Index into runs() of the first run whose end > pos.
   size_t FirstEndingAfter(int64_t pos) const;
