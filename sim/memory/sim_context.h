@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cassert>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -117,8 +118,10 @@ struct SimContext {
   RelaxedVisibility* relaxed = nullptr;
 
   // Work that happens later (a late write landing): run after `steps` more
-  // scheduling steps, or as soon as no rank can run.
+  // scheduling steps, or as soon as no rank can run. Only a run with faults
+  // defers work: SimRun installs the scheduler's hook that runs it only then.
   void Defer(uint64_t steps, std::function<void()> action) {
+    assert(faults != nullptr && "deferred work runs only in a run with faults (SimRun::Setup)");
     deferred.push_back({scheduler.steps() + steps, std::move(action)});
   }
   // Runs what is due (everything when `idle`); true if anything ran.
