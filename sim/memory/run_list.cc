@@ -85,7 +85,7 @@ void RunList::Clear(int64_t begin, int64_t end) {
   Splice(list, i, j, begin, end, nullptr);
 }
 
-void RunList::Write(const Run& run) {
+void RunList::WriteSlow(const Run& run) {
   if (run.begin >= run.end) return;
   Runs& list = Mutable();
   if (list.empty() || list.back().end <= run.begin) {
@@ -118,24 +118,39 @@ int64_t RunList::FirstGap(int64_t begin, int64_t end) const {
   return pos < end ? pos : end;
 }
 
+namespace {
+
+// Appends run `r`'s elements [lo, hi) to `out`, built in place.
+void AppendPiece(SimChunk& out, const Run& r, int64_t lo, int64_t hi) {
+  Piece& p = out.pieces.emplace_back();
+  p.value = r.value;
+  p.src = r.src + (lo - r.begin);
+  p.len = hi - lo;
+}
+
+}  // namespace
+
 bool RunList::Read(int64_t begin, int64_t end, SimChunk& out, int64_t* ready_ns) const {
   const Runs& list = runs();
   out.len = end - begin;
-  if (list.size() == 1 && list[0].begin <= begin && list[0].end >= end) {
-    const Run& r = list[0];
-    out.pieces.push_back(Piece{r.value, r.src + (begin - r.begin), end - begin});
+  // The usual read lies inside one run: of a tensor of one run, or of a few
+  // (a two-shot call reads each owner's range of a rank's rows among zeros).
+  const size_t first = list.size() == 1 && list[0].end > begin ? 0 : FirstEndingAfter(begin);
+  if (first < list.size() && list[first].begin <= begin && list[first].end >= end) {
+    const Run& r = list[first];
+    AppendPiece(out, r, begin, end);
     if (ready_ns != nullptr) *ready_ns = r.ready_ns;
     return true;
   }
   int64_t ready = 0;
   int64_t pos = begin;
   bool covered = true;
-  for (size_t i = FirstEndingAfter(begin); i < list.size() && list[i].begin < end; ++i) {
+  for (size_t i = first; i < list.size() && list[i].begin < end; ++i) {
     const Run& r = list[i];
     if (r.begin > pos) covered = false;
     const int64_t lo = std::max(begin, r.begin);
     const int64_t hi = std::min(end, r.end);
-    out.pieces.push_back(Piece{r.value, r.src + (lo - r.begin), hi - lo});
+    AppendPiece(out, r, lo, hi);
     ready = std::max(ready, r.ready_ns);
     pos = hi;
   }

@@ -104,6 +104,46 @@ TEST(RunListTest, WritesAndClearsMatchAnElementModel) {
         ASSERT_EQ(got.ready, want.ready) << "trial " << trial << " op " << op << " element " << e;
         ASSERT_EQ(got.writer, want.writer) << "trial " << trial << " op " << op << " element " << e;
       }
+      // A read of a random range gives the model's elements in order, the
+      // unset ones skipped, and says whether it found any unset.
+      const auto c = static_cast<int64_t>(rng.Below(kLen + 1));
+      const auto d = static_cast<int64_t>(rng.Below(kLen + 1));
+      const int64_t lo = std::min(c, d), hi = std::max(c, d);
+      if (lo == hi) continue;
+      SimChunk chunk;
+      int64_t ready = -1;
+      const bool covered = runs.Read(lo, hi, chunk, &ready);
+      ASSERT_EQ(chunk.len, hi - lo);
+      bool all_set = true;
+      int64_t latest = 0;
+      std::vector<Element> read;
+      for (int64_t e = lo; e < hi; ++e) {
+        const Element& want = model[static_cast<size_t>(e)];
+        all_set = all_set && want.set;
+        if (want.set) latest = std::max(latest, want.ready);
+      }
+      for (const Piece& p : chunk.pieces) {
+        ASSERT_GT(p.len, 0) << "trial " << trial << " op " << op;
+        for (int64_t k = 0; k < p.len; ++k) {
+          read.push_back(Element{true, p.value.key_sum, p.src + k, 0, -1});
+        }
+      }
+      size_t next = 0;
+      for (int64_t e = lo; e < hi; ++e) {
+        const Element& want = model[static_cast<size_t>(e)];
+        if (!want.set) continue;
+        ASSERT_LT(next, read.size()) << "trial " << trial << " op " << op << " element " << e;
+        ASSERT_EQ(read[next].key, want.key)
+            << "trial " << trial << " op " << op << " element " << e;
+        ASSERT_EQ(read[next].src, want.src)
+            << "trial " << trial << " op " << op << " element " << e;
+        ++next;
+      }
+      ASSERT_EQ(next, read.size()) << "trial " << trial << " op " << op << ": extra elements";
+      ASSERT_EQ(covered, all_set) << "trial " << trial << " op " << op;
+      if (covered) {
+        ASSERT_EQ(ready, latest) << "trial " << trial << " op " << op;
+      }
     }
   }
 }
