@@ -1,6 +1,7 @@
 #include "sim/memory/workspace_memory.h"
 
 #include <algorithm>
+#include <cassert>
 
 #include "absl/strings/str_format.h"
 #include "kernels/protocol/kernel_flags.h"
@@ -35,12 +36,16 @@ protocol::ProtocolStatus SimWorkspace::RunAllReduce(int member, const DecisionRe
   LamportMem mem(*this, member, in, out, d.fp32_acc, args.sentinel,
                  (d.kernel_flags & kBoundedWaits) != 0);
   out.elems = in.elems;
-  // Two-shot writes the result a piece per owner, in owner order: a run each
-  // where the input is one run.
-  if (d.algorithm == Algorithm::kTwoShot) out.runs.Reserve(peers_.size());
-  const protocol::ProtocolStatus status = d.algorithm == Algorithm::kTwoShot
-                                              ? protocol::TwoShotAllReduce(mem, args)
-                                              : protocol::OneShotAllReduce(mem, args);
+  protocol::ProtocolStatus status;
+  if (d.algorithm == Algorithm::kTwoShot) {
+    // The result, a piece per owner in owner order, is the same for every
+    // member that read the same pushes: gathered once for the group.
+    mem.GatherWithGroup();
+    status = protocol::TwoShotAllReduce(mem, args);
+    mem.FinishGathered();
+  } else {
+    status = protocol::OneShotAllReduce(mem, args);
+  }
   // The kernel's end is a full fence: what it stored is visible everywhere.
   if (ctx_.relaxed != nullptr) ctx_.relaxed->Flush(peers_[static_cast<size_t>(member)]);
   return status;
@@ -52,6 +57,7 @@ void SimWorkspace::Rebind(std::vector<int> peers, GroupId group, uint32_t genera
   generation_ = generation;
   members_.assign(peers_.size(), Member{});
   index_.Reset(peers_);
+  gathered_.reset();  // its calls' numbers start again
 }
 
 bool SimWorkspace::WaitsOnLostWrite(int, int64_t detail) const {
@@ -185,6 +191,70 @@ void SimWorkspace::Store(int writer, int32_t peer, uint32_t buffer, int64_t offs
     w.active = false;
     ctx_.scheduler.Wake(peers_[static_cast<size_t>(peer)]);
   }
+}
+
+void LamportMem::GatherWithGroup() {
+  std::shared_ptr<SimWorkspace::GatheredResult>& group = ws_.gathered_;
+  if (group == nullptr || group->epoch != epoch_ || group->elems != in_.elems) {
+    // The first member of this call (or one whose call the others do not
+    // share: it gathers alone).
+    group = std::make_shared<SimWorkspace::GatheredResult>();
+    group->epoch = epoch_;
+    group->elems = in_.elems;
+    group->runs.Reserve(ws_.peers_.size());
+  }
+  gathered_ = group;
+  matched_ = 0;
+}
+
+bool LamportMem::MatchGathered(int64_t pos, const Value& v) {
+  RunList& group = gathered_->runs;
+  if (v.pieces.size() == 1 && v.pieces.front().len == v.len && v.len > 0) {
+    const Piece& p = v.pieces.front();
+    const RunList::Runs& runs = group.runs();
+    if (matched_ == runs.size()) {
+      // The first member here: its run becomes the group's, appended (a
+      // store before the list's end would change runs others matched).
+      if (runs.empty() || runs.back().end <= pos) {
+        group.Write(Run{pos, pos + v.len, p.value, p.src, ctx_.Clock(rank_), rank_});
+        ++matched_;
+        return true;
+      }
+    } else {
+      const Run& r = runs[matched_];
+      const SimValue& a = r.value;
+      const SimValue& b = p.value;
+      if (r.begin == pos && r.end == pos + v.len && r.src == p.src && a.key_sum == b.key_sum &&
+          a.count == b.count && a.exact == b.exact && a.bits == b.bits && a.numeric == b.numeric &&
+          a.numeric_base == b.numeric_base && a.flags == b.flags) {
+        ++matched_;
+        return true;
+      }
+    }
+  }
+  TakeMatchedRuns();
+  return false;
+}
+
+void LamportMem::TakeMatchedRuns() {
+  // The output holds nothing yet: every store so far was matched. (Not
+  // through RunList::Reset: a caller more made GCC stop inlining it into
+  // SimComm::Complete, +16 instructions a rank-call of the NCCL row.)
+  const RunList::Runs& runs = gathered_->runs.runs();
+  assert(out_.runs.runs().empty());
+  out_.runs.Reserve(ws_.peers_.size());
+  for (size_t k = 0; k < matched_ && k < runs.size(); ++k) out_.runs.Write(runs[k]);
+  gathered_.reset();
+}
+
+void LamportMem::FinishGathered() {
+  if (gathered_ == nullptr) return;
+  if (matched_ == gathered_->runs.runs().size()) {
+    out_.runs = RunList::SharedWith(gathered_->runs);
+    gathered_.reset();
+    return;
+  }
+  TakeMatchedRuns();
 }
 
 bool LamportMem::Wait(uint32_t buffer, int64_t offset, int64_t len, int32_t writer, Value* out) {

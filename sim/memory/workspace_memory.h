@@ -7,6 +7,7 @@
 #include <array>
 #include <cstdint>
 #include <limits>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -91,6 +92,18 @@ class SimWorkspace : public Waitable {
     protocol::LamportState state;
     Waiter waiter;
   };
+  // A two-shot call's result as its members gather it, owner by owner: run k
+  // is what the first member to reach its k-th run stored there. A member
+  // whose runs are the same (range, value and source element) keeps none of
+  // its own and ends the call sharing this list, so that a group of n pays
+  // for one result rather than n (each n runs long). Only the ready time and
+  // the writer of a run differ between members, and a tensor's are never
+  // read: RunList::Read gives ready times only to buffers' readers.
+  struct GatheredResult {
+    uint64_t epoch = 0;  // the call on the workspace (LamportMem::epoch_)
+    int64_t elems = 0;
+    RunList runs;
+  };
 
   SimContext& ctx_;
   std::string name_;
@@ -102,6 +115,9 @@ class SimWorkspace : public Waitable {
   std::vector<Member> members_;
   std::vector<LostWrite> lost_;
   MemberIndex index_;  // peers_ by rank
+  // The latest two-shot call's result being gathered (null: none yet). A
+  // member holds its own reference for its call.
+  std::shared_ptr<GatheredResult> gathered_;
 };
 
 // The memory policy of kernels/protocol/memory_model.h over a SimWorkspace:
@@ -154,8 +170,15 @@ class LamportMem : public protocol::WholeRangeChunks {
   void Add(Acc& acc, const Value& v) { AccumulatorAdd(ctx_, acc, v); }
   Value Finish(const Acc& acc) { return AccumulatorFinish(ctx_, acc); }
   void StoreOutput(int64_t pos, const Value& v) {
+    if (gathered_ != nullptr && MatchGathered(pos, v)) return;
     WriteChunk(out_.runs, pos, v, ctx_.Clock(rank_), rank_);
   }
+  // A two-shot call: the result is matched against the group's as it is
+  // stored (SimWorkspace::GatheredResult). Called before the protocol.
+  void GatherWithGroup();
+  // After the protocol: the result matched so far becomes the output (the
+  // group's list, shared, when it matched all of it).
+  void FinishGathered();
   protocol::LamportState& State() { return ws_.members_[static_cast<size_t>(member_)].state; }
   bool ArriveLast() { return true; }
   // Why the protocol stopped: a failed clear verification, a bounded wait
@@ -178,6 +201,17 @@ class LamportMem : public protocol::WholeRangeChunks {
   bool bounded_;            // polls give up after the budget (kBoundedWaits)
   int64_t wait_budget_ns_;  // every poll's bound (timeouts.kernel_wait_ms)
   protocol::ProtocolStatus failure_{protocol::ProtocolError::kAborted, -1, 0, 0};
+  // While the result matches the group's: that result, and how many of its
+  // runs this member's stores have matched (the output holds none of them
+  // yet). Null: the output is written run by run.
+  std::shared_ptr<SimWorkspace::GatheredResult> gathered_;
+  size_t matched_ = 0;
+
+  // Whether `v`, stored at `pos`, is (or now becomes) the group result's next
+  // run; else the output takes the runs matched so far and stops matching.
+  bool MatchGathered(int64_t pos, const Value& v);
+  // The output = the group result's first matched_ runs; matching stops.
+  void TakeMatchedRuns();
 
   // The virtual time a push of `bytes` to global rank `target` (not this
   // one) takes to land.
