@@ -33,14 +33,8 @@ struct Member {
 class GatheredResultTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    run_ = lockstep::testing::MakeTestRunContext(R"(
-name: gathered-result-unit
-hardware: h200x8
-parallel: {tp: 4}
-model: {name: tiny, hidden: 64, layers: 1}
-workload: {steps: 1, tokens: [1]}
-)",
-                                                 /*run_seed=*/5, /*exact_provenance=*/false);
+    run_ = lockstep::testing::MakeTp4RunContext("gathered-result-unit", /*run_seed=*/5,
+                                                /*exact_provenance=*/false);
     ASSERT_NE(run_, nullptr);
     ctx_ = run_->ctx.get();
     ws_ = std::make_unique<SimWorkspace>(*ctx_, "ws", WorkspaceKind::kAttnTp,

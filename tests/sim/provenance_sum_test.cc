@@ -41,14 +41,8 @@ void ExpectSameValue(const SimContext& ctx, const SimValue& got, const SimValue&
 class ProvenanceSumTest : public ::testing::TestWithParam<bool> {
  protected:
   void SetUp() override {
-    run_ = lockstep::testing::MakeTestRunContext(R"(
-name: provenance-sum-unit
-hardware: h200x8
-parallel: {tp: 4}
-model: {name: tiny, hidden: 64, layers: 1}
-workload: {steps: 1, tokens: [1]}
-)",
-                                                 /*run_seed=*/5, /*exact_provenance=*/GetParam());
+    run_ = lockstep::testing::MakeTp4RunContext("provenance-sum-unit", /*run_seed=*/5,
+                                                /*exact_provenance=*/GetParam());
     ASSERT_NE(run_, nullptr);
     ctx_ = run_->ctx.get();
     ASSERT_FALSE(ctx_->numeric_mode);

@@ -65,6 +65,20 @@ inline std::unique_ptr<TestRunContext> MakeTestRunContext(const std::string& yam
   return run;
 }
 
+// A run context of one TP group of four H200s and a tiny dense model (hidden
+// 64, one layer, one step of one token), for tests of the memory model's
+// functions on a few ranks; `name` names the scenario.
+inline std::unique_ptr<TestRunContext> MakeTp4RunContext(const std::string& name, uint64_t run_seed,
+                                                         bool exact_provenance) {
+  return MakeTestRunContext("name: " + name + R"(
+hardware: h200x8
+parallel: {tp: 4}
+model: {name: tiny, hidden: 64, layers: 1}
+workload: {steps: 1, tokens: [1]}
+)",
+                            run_seed, exact_provenance);
+}
+
 }  // namespace lockstep::testing
 
 #endif  // LOCKSTEP_TESTS_SIM_SIM_TEST_UTIL_H_
