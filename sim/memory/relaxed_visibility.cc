@@ -153,11 +153,7 @@ void CoalescePieces(SimChunk& chunk) {
   for (size_t i = 1; i < chunk.pieces.size(); ++i) {
     Piece& last = chunk.pieces[kept];
     const Piece& p = chunk.pieces[i];
-    const SimValue& a = last.value;
-    const SimValue& b = p.value;
-    if (p.src == last.src + last.len && a.key_sum == b.key_sum && a.count == b.count &&
-        a.exact == b.exact && a.bits == b.bits && a.numeric == b.numeric &&
-        a.numeric_base == b.numeric_base && a.flags == b.flags) {
+    if (p.src == last.src + last.len && p.value == last.value) {
       last.len += p.len;
     } else {
       chunk.pieces[++kept] = p;

@@ -63,6 +63,11 @@ struct SimValue {
   // (slices and rebased chunks move both together).
   int64_t numeric_base = 0;
   uint8_t flags = 0;
+
+  // Every field equal (the numeric array by identity): one value, as two
+  // pieces that can be joined, or two members' results that can be shared,
+  // must hold.
+  friend bool operator==(const SimValue&, const SimValue&) = default;
 };
 // A SimValue may be relocated with memcpy (SmallVector does): its only member
 // that is not trivially copyable is the shared_ptr, two pointers into

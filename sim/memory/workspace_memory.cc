@@ -232,11 +232,7 @@ bool LamportMem::MatchGathered(int64_t pos, const Value& v) {
       }
     } else {
       const Run& r = runs[matched_];
-      const SimValue& a = r.value;
-      const SimValue& b = p.value;
-      if (r.begin == pos && r.end == pos + v.len && r.src == p.src && a.key_sum == b.key_sum &&
-          a.count == b.count && a.exact == b.exact && a.bits == b.bits && a.numeric == b.numeric &&
-          a.numeric_base == b.numeric_base && a.flags == b.flags) {
+      if (r.begin == pos && r.end == pos + v.len && r.src == p.src && r.value == p.value) {
         ++matched_;
         return true;
       }
