@@ -363,7 +363,7 @@ SimChunk AccumulatorFinish(SimContext& ctx, const Accumulator& acc) {
   return out;
 }
 
-void SanitizeChunk(SimContext& ctx, SimChunk& chunk) {
+void SanitizeChunkSlow(SimContext& ctx, SimChunk& chunk) {
   for (Piece& p : chunk.pieces) {
     if ((p.value.flags & kHasNegZero) == 0) continue;
     if (ctx.numeric_mode && p.value.numeric != nullptr) {

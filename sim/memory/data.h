@@ -123,8 +123,20 @@ inline void AccumulatorAdd(SimContext& ctx, Accumulator& acc, const SimChunk& ch
 }
 SimChunk AccumulatorFinish(SimContext& ctx, const Accumulator& acc);
 
-// Rewrites −0 elements to +0 (protocol::SanitizeBits) in every piece.
-void SanitizeChunk(SimContext& ctx, SimChunk& chunk);
+// SanitizeChunk (below) for a chunk that holds −0 somewhere.
+void SanitizeChunkSlow(SimContext& ctx, SimChunk& chunk);
+// Rewrites −0 elements to +0 (protocol::SanitizeBits) in every piece. Most
+// chunks hold none (only a fault or a sum that rounds to −0 makes one): the
+// test is inline, the rewrite not (a two-shot call sanitises every piece it
+// pushes).
+inline void SanitizeChunk(SimContext& ctx, SimChunk& chunk) {
+  for (const Piece& p : chunk.pieces) {
+    if ((p.value.flags & kHasNegZero) != 0) {
+      SanitizeChunkSlow(ctx, chunk);
+      return;
+    }
+  }
+}
 
 // Whether any element of `chunk` reads as the sentinel under `test`.
 inline bool ChunkHasSentinel(const SimChunk& chunk, protocol::SentinelTest test, bool ftz) {

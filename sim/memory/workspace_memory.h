@@ -147,17 +147,7 @@ class LamportMem : public protocol::WholeRangeChunks {
         wait_budget_ns_(bounded ? ws.WaitBudgetNs() : std::numeric_limits<int64_t>::max() / 2) {}
 
   Value LoadInput(int64_t pos, int64_t len);
-  // Most values hold no −0 (only a fault or a sum that rounds to one makes
-  // it): tested here, before the call (a two-shot call sanitises every piece
-  // it pushes).
-  void Sanitize(Value& v) {
-    for (const Piece& p : v.pieces) {
-      if ((p.value.flags & kHasNegZero) != 0) {
-        SanitizeChunk(ctx_, v);
-        return;
-      }
-    }
-  }
+  void Sanitize(Value& v) { SanitizeChunk(ctx_, v); }
   void Push(int32_t peer, uint32_t buffer, int64_t offset, const Value& v);
   bool Wait(uint32_t buffer, int64_t offset, int64_t len, int32_t writer, Value* out);
   void Clear(uint32_t buffer, int64_t offset, int64_t len);
