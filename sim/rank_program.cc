@@ -3,6 +3,7 @@
 // dispatch core.
 
 #include <algorithm>
+#include <cassert>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -98,6 +99,15 @@ class SimHost {
         rank_(rank),
         rt_(run.ranks[static_cast<size_t>(rank)]),
         counters_(rank) {
+    if (!ctx_.streams.empty()) {
+      // A kernel other than NCCL's waits for the rank's posted calls, and is
+      // a scheduling point, as every call is in the interleaved model.
+      rt_.drain_before_kernel = [this] {
+        if (!in_checked_call_ || !Drain()) return;
+        ctx_.scheduler.Yield();
+        kernel_begin_ns_ = ctx_.Clock(rank_);
+      };
+    }
     if (!run_.policy.LamportStateOnDevice()) {
       for (RankWiring::Group& g : rt_.wiring.groups) {
         if (g.coordinator != nullptr) g.coordinator->set_call_hook(&counters_);
@@ -105,6 +115,7 @@ class SimHost {
     }
   }
   ~SimHost() {
+    rt_.drain_before_kernel = nullptr;
     for (RankWiring::Group& g : rt_.wiring.groups) {
       if (g.coordinator != nullptr) g.coordinator->set_call_hook(nullptr);
     }
@@ -124,7 +135,53 @@ class SimHost {
       for (int i = 0; i < 3; ++i) ctx_.scheduler.Yield();
     }
   }
-  void EndStep() { ctx_.scheduler.Yield(); }
+  void EndStep() {
+    // The host synchronises on the step's sampled tokens.
+    if (!Drain()) return;
+    ctx_.scheduler.Yield();
+  }
+  // Run-ahead (SimContext::Stream): blocks until every all-reduce the rank
+  // posted has completed, as a host synchronising with its stream, and
+  // takes on the rank's clock what they kept it waiting. False: the run
+  // stopped first. Every call and exchange other than a posted all-reduce
+  // drains first, so that it starts at the time the interleaved model
+  // gives it.
+  [[gnu::always_inline]] bool Drain() {
+    if (ctx_.streams.empty()) return true;
+    SimContext::Stream& stream = ctx_.streams[static_cast<size_t>(rank_)];
+    // Every call but a posted all-reduce drains first: nothing to wait for
+    // or to take is the common case, and costs a load and two compares.
+    if (stream.pending == 0 && stream.lag_ns == 0) return true;
+    return DrainStream(stream);
+  }
+  bool DrainStream(SimContext::Stream& stream) {
+    while (stream.pending > 0) {
+      if (ctx_.stopped()) return false;
+      SimComm* comm = stream.comm;
+      const int member = comm->MemberOf(rank_);
+      stream.draining = true;
+      const bool woken =
+          ctx_.scheduler.Block(BlockReason{comm, member, comm->OldestPendingSince(member)});
+      stream.draining = false;
+      if (!woken) return false;
+    }
+    ctx_.Clock(rank_) += stream.lag_ns;
+    stream.lag_ns = 0;
+    stream.comm = nullptr;
+    return true;
+  }
+  // Run-ahead: a reduction whose check travels with it. An eager all-reduce
+  // the dispatch core sends to NCCL is posted (SimComm::Post) and the rank
+  // goes on; its check runs when the group's call completes. Any other
+  // backend runs after the rank's posted calls (RankRuntime::
+  // drain_before_kernel), and is checked here.
+  bool ReduceChecked(const SiteRef& at, GroupRole role, const TensorDesc& desc, SimTensor& data,
+                     const CallContext& context, uint64_t instance, const ExpectedRanks& expected) {
+    const ToCheck checked{instance, &expected};
+    bool posted = false;
+    if (!Reduce(at, role, desc, data, context, &checked, &posted)) return false;
+    return posted || Check(at, instance, expected, data);
+  }
   int64_t TokenSkew() const { return run_.token_skew[static_cast<size_t>(rank_)]; }
   const DispatchPolicy& Policy() const { return run_.policy; }
   const ReplicaConfig& Config() const { return run_.replica; }
@@ -139,6 +196,7 @@ class SimHost {
         rt_.wiring.groups[static_cast<size_t>(object)].nccl.get());
     if (nccl == nullptr) return std::nullopt;
     SimComm* comm = nccl->comm();
+    if (!Drain()) return std::nullopt;
     ctx_.scheduler.Yield();
     const std::shared_ptr<const std::vector<int64_t>> values =
         comm->AllGather(comm->MemberOf(rank_), mine);
@@ -154,9 +212,14 @@ class SimHost {
     return values != nullptr ? *values : std::vector<int64_t>{};
   }
   void SetFusedTactic(FusedTactic tactic) { rt_.wiring.tactic = tactic; }
-  int64_t ClockUs() const { return ctx_.Clock(rank_) / 1000 + rt_.wiring.local.clock_skew_us; }
+  int64_t ClockUs() const {
+    // Read at a step's start, after EndStep drained the rank's stream.
+    assert(ctx_.streams.empty() || ctx_.streams[static_cast<size_t>(rank_)].pending == 0);
+    return ctx_.Clock(rank_) / 1000 + rt_.wiring.local.clock_skew_us;
+  }
 
   bool RecvActivation(int from, int64_t elems) {
+    if (!Drain()) return false;
     ctx_.scheduler.Yield();
     std::optional<int64_t> expired;
     const int64_t got = run_.mailbox.Recv(rank_, from, &expired);
@@ -181,7 +244,10 @@ class SimHost {
     }
     return true;
   }
-  void SendActivation(int to, int64_t elems) { run_.mailbox.Send(rank_, to, elems); }
+  void SendActivation(int to, int64_t elems) {
+    if (!Drain()) return;
+    run_.mailbox.Send(rank_, to, elems);
+  }
 
   void Compute(int64_t tokens, int tp) {
     ctx_.AdvanceTo(rank_, ctx_.Clock(rank_) +
@@ -191,6 +257,8 @@ class SimHost {
   // CUDA graphs (workload.cuda_graph_tokens): a capture decides each call
   // and keeps the decision; a replay runs the kept decisions in order.
   void BeginGraph(CallPhase phase, int64_t tokens) {
+    // A graph's calls are not posted: the stream's earlier calls complete first.
+    if (!Drain()) return;
     phase_ = phase;
     if (phase == CallPhase::kCapture) {
       if (ctx_.faults != nullptr) ctx_.faults->AtCapture(rank_, true, rt_.wiring.local);
@@ -296,6 +364,7 @@ class SimHost {
       data = CaptureTensor(out * hidden);
       return true;
     }
+    if (!Drain()) return false;
     ctx_.scheduler.Yield();  // a communicator call is a scheduling point
     if (ctx_.stopped()) return false;
     if (nccl == nullptr) return !ctx_.stopped();  // a group of one rank: nothing to do
@@ -337,27 +406,79 @@ class SimHost {
                               data);
   }
 
+  // What a reduction's result is checked against, for a call that may be
+  // posted (ReduceChecked).
+  struct ToCheck {
+    uint64_t instance;
+    const ExpectedRanks* expected;
+  };
+  // The backend `object`'s call is posted to in a run-ahead run, or null: no
+  // NCCL backend, or no streams. A rank's posted calls are on one
+  // communicator at a time (they then complete in its order), and at most
+  // kMaxPosted of them: it drains first otherwise.
+  SimNcclBackend* PostTarget(int object) {
+    if (ctx_.streams.empty()) return nullptr;
+    auto* nccl =
+        static_cast<SimNcclBackend*>(rt_.wiring.groups[static_cast<size_t>(object)].nccl.get());
+    if (nccl == nullptr) return nullptr;
+    const SimContext::Stream& stream = ctx_.streams[static_cast<size_t>(rank_)];
+    if ((stream.pending > 0 && stream.comm != nccl->comm()) || stream.pending >= kMaxPosted) {
+      if (!Drain()) return nullptr;
+    }
+    return nccl;
+  }
+  // The dispatched all-reduce of one site. With `checked` (ReduceChecked),
+  // an eager call the dispatch core sends to NCCL may be posted: then
+  // `*posted` is set and the check travels with it.
   bool Reduce(const SiteRef& at, GroupRole role, const TensorDesc& desc, SimTensor& data,
-              const CallContext& context) {
+              const CallContext& context, const ToCheck* checked = nullptr,
+              bool* posted = nullptr) {
     SiteRef site = at;
     site.phase = phase_;
     if (phase_ == CallPhase::kCapture) return Capture(site, role, desc, context);
     if (phase_ == CallPhase::kReplay) return Replay(site, data);
-    ctx_.scheduler.Yield();  // a communicator call is a scheduling point
+    const int object = ctx_.layout.ObjectIndex(role);
+    SimNcclBackend* const post_to = checked != nullptr ? PostTarget(object) : nullptr;
+    if (post_to == nullptr) {
+      if (!Drain()) return false;
+      ctx_.scheduler.Yield();  // a communicator call is a scheduling point
+    }
     if (ctx_.stopped()) return false;
     if (ctx_.faults != nullptr && ctx_.faults->KillsRank(rank_, rt_.NextCall(site))) {
       // The process dies here: it never makes this call or any other.
       ctx_.scheduler.Kill(rank_);
       return false;
     }
-    const int object = ctx_.layout.ObjectIndex(role);
+    const int64_t elems = data.elems;
     Tensor tensor{desc, &data};
     rt_.BeginCall(object, site);
+    if (post_to != nullptr) {
+      kernel_begin_ns_ = -1;
+      in_checked_call_ = true;
+      post_to->set_post_next(true);
+    }
     std::optional<CallOutcome> outcome =
         DispatchAllReduce(rt_.wiring.coordinator(object), tensor, context, rank_, site, object,
                           ctx_.layout, [this] { return ctx_.Clock(rank_); });
+    bool was_posted = false;
+    if (post_to != nullptr) {
+      was_posted = post_to->posted();
+      post_to->set_post_next(false);
+      in_checked_call_ = false;
+    }
     rt_.EndCall(outcome && outcome->raised.has_value());
+    if (was_posted) {
+      assert(outcome.has_value() && !outcome->raised.has_value());
+      const ExpectedRanks& expected = *checked->expected;
+      post_to->comm()->FinishPost(
+          post_to->comm()->MemberOf(rank_), outcome->event, &run_.checker,
+          ReductionCheck{rank_, site, checked->instance, expected.ranks, expected.key, elems, 0},
+          expected.owned);
+      *posted = true;
+      return !ctx_.stopped();
+    }
     if (!outcome) return !ctx_.stopped();
+    if (post_to != nullptr && !AfterPostedCalls(outcome->event)) return false;
     ctx_.trace.Add(outcome->event);
     if (outcome->raised) {
       // The rank raises; the launcher tears the job down.
@@ -365,6 +486,23 @@ class SimHost {
       return false;
     }
     return !ctx_.stopped();
+  }
+  // A call that could have been posted and was not: its event's times on
+  // the rank's real timeline (after its posted calls). False: the run
+  // stopped.
+  bool AfterPostedCalls(TraceEvent& event) {
+    if (kernel_begin_ns_ >= 0) {
+      // It began where its kernel waited for the rank's posted calls.
+      event.begin_ns = kernel_begin_ns_;
+      return true;
+    }
+    // No kernel ran (the call raised before one): its times are the rank's
+    // clock, which has not yet taken what its posted calls kept it waiting.
+    const int64_t before = ctx_.Clock(rank_);
+    if (!Drain()) return false;
+    event.begin_ns += ctx_.Clock(rank_) - before;
+    event.end_ns += ctx_.Clock(rank_) - before;
+    return true;
   }
 
  private:
@@ -413,6 +551,7 @@ class SimHost {
   // wide group and held while it waits, it cost the square of the width).
   bool Exchange(SimComm& comm, int64_t mine, absl::FunctionRef<std::string()> what,
                 std::vector<int64_t>* values = nullptr) {
+    if (!Drain()) return false;
     ctx_.scheduler.Yield();
     const std::shared_ptr<const std::vector<int64_t>> all =
         comm.AllGather(comm.MemberOf(rank_), mine);
@@ -607,11 +746,17 @@ class SimHost {
     return !ctx_.stopped();
   }
 
+  // Posted calls a rank may have outstanding before it waits for them (a
+  // host's stream is not endless either; each holds its input and check).
+  static constexpr int32_t kMaxPosted = 8;
+
   SimRun& run_;
   SimContext& ctx_;
   int rank_;
   RankRuntime& rt_;
   CallPhase phase_ = CallPhase::kEager;
+  bool in_checked_call_ = false;  // in ReduceChecked's dispatch
+  int64_t kernel_begin_ns_ = -1;  // where the last kernel's wait for posted calls ended
   std::vector<CapturedGraph> graphs_;
   CapturedGraph* graph_ = nullptr;  // the graph being captured or replayed
   size_t next_ = 0;                 // its next call to replay
@@ -624,6 +769,7 @@ void RunRankProgram(SimRun& run, int rank) {
   SimHost host(run, rank);
   WorkloadProgram<SimHost> program(host, run.ctx.scenario, run.ctx.layout, rank);
   program.Run();
+  host.Drain();  // the rank's last posted calls complete before it ends
 }
 
 }  // namespace lockstep

@@ -75,10 +75,19 @@ class SimNcclBackend final : public NcclBackend {
   SimNcclBackend(SimBackendContext context, SimComm* comm) : context_(context), comm_(comm) {}
   absl::Status AllReduce(Tensor& tensor, const DecisionRecord& record) override;
   SimComm* comm() const { return comm_; }
+  // Run-ahead (SimContext::Stream): while set, the next all-reduce posts its
+  // input (SimComm::Post) and returns at once, and posted() says so.
+  void set_post_next(bool post) {
+    post_next_ = post;
+    posted_ = false;
+  }
+  bool posted() const { return posted_; }
 
  private:
   SimBackendContext context_;
   SimComm* comm_;
+  bool post_next_ = false;
+  bool posted_ = false;
 };
 
 }  // namespace lockstep

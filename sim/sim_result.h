@@ -36,6 +36,11 @@ struct SimOptions {
   // what stayed. 0: the default, kMinDecisionLogCompaction. Tests set it low
   // to compact at every few calls.
   uint64_t compact_decisions_at = 0;
+  // Ranks run ahead of the NCCL all-reduces they check where the run allows
+  // it (no faults, sequential memory, provenance data: docs/SIMULATOR.md,
+  // "Run-ahead"); false: every call is a scheduling point and blocks, as
+  // before run-ahead (the trace hashes of that model).
+  bool run_ahead = true;
   // The faults of the run (faults/ builds them from the scenario's list or a
   // swarm draw). Required when the scenario declares faults. Not owned.
   SimFaultPlan* faults = nullptr;
@@ -56,6 +61,12 @@ struct SimResult {
   uint64_t schedule_steps = 0;
   int64_t virtual_ns = 0;    // latest rank clock
   bool exact_rerun = false;  // the verdict's details come from an exact-provenance rerun
+  // The run fell back from run-ahead to the interleaved model
+  // (SimContext::run_ahead_fallback): the result is the interleaved run's.
+  bool interleaved_rerun = false;
+  // All-reduces a rank posted and ran ahead of (run-ahead), all ranks
+  // together; 0 when every call was interleaved.
+  uint64_t posted_calls = 0;
   // Under `memory: relaxed`: the stores that reached their peer late (in
   // flight, then landed); 0 with immediate visibility.
   uint64_t relaxed_stores = 0;

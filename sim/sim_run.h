@@ -63,6 +63,9 @@ struct SwallowedError {
 
 struct RankRuntime : CallObserver {
   CallPlace OnBackendCall(const DecisionRecord& record) override {
+    // Run-ahead: a kernel other than NCCL's runs after the NCCL calls the
+    // rank posted before it (a stream runs its work in order).
+    if (record.backend != BackendKind::kNccl && drain_before_kernel) drain_before_kernel();
     if (keep_decisions) {
       calls.push_back(CallLog{current_object, current_site, record, logged++});
       if (log_budget != nullptr && log_budget->limit != 0 &&
@@ -109,6 +112,9 @@ struct RankRuntime : CallObserver {
   // The rank's groups, backends and coordinators (sim/replica/group_wiring.h);
   // wiring.local is its raw state, which the votes read for every member.
   RankWiring wiring;
+  // Set by the rank's host in a run-ahead run (SimContext::Stream): waits
+  // until every call the rank posted has completed.
+  std::function<void()> drain_before_kernel;
   // What the rank program is dispatching (set before each call).
   int32_t current_object = 0;
   SiteRef current_site;

@@ -242,6 +242,14 @@ absl::Status SimRun::Setup() {
     relaxed = std::make_unique<RelaxedVisibility>(ctx.seed);
     ctx.relaxed = relaxed.get();
   }
+  // Run-ahead where nothing needs a call's members interleaved: faults act
+  // at calls (kills, raised backends, injected inputs, stragglers), relaxed
+  // memory delays the stores of the kernels NCCL runs beside, and numeric
+  // data checks against inputs a rank has moved past by the time its posted
+  // call completes.
+  if (options.run_ahead && ctx.faults == nullptr && ctx.relaxed == nullptr && !ctx.numeric_mode) {
+    ctx.streams.assign(static_cast<size_t>(world), SimContext::Stream{});
+  }
   // Work outside the ranks exists only under relaxed memory (stores in
   // flight) or with faults (a delayed push is deferred: SimContext::Defer).
   // Without either the hook is not installed: asked after every scheduling
@@ -330,6 +338,11 @@ absl::StatusOr<SimResult> Simulate(const Scenario& scenario, const SimOptions& o
     if (absl::Status s = run.Setup(); !s.ok()) return s;
     if (o.customize) o.customize(run);
     run.Execute();
+    if (run.ctx.run_ahead_fallback) {
+      SimResult unfinished;
+      unfinished.interleaved_rerun = true;
+      return unfinished;
+    }
     SimResult result = run.Analyze();
     if (run.ctx.needs_exact_rerun) result.exact_rerun = true;
     if (o.keep_decision_log) result.decision_log = DecisionLogOf(run);
@@ -342,15 +355,25 @@ absl::StatusOr<SimResult> Simulate(const Scenario& scenario, const SimOptions& o
     return result;
   };
   absl::StatusOr<SimResult> result = run_once(options);
+  if (result.ok() && result->interleaved_rerun) {
+    // What a run-ahead run cannot follow (a watchdog firing on a posted
+    // call): the seed again, every call interleaved.
+    SimOptions interleaved = options;
+    interleaved.run_ahead = false;
+    result = run_once(interleaved);
+    if (result.ok()) result->interleaved_rerun = true;
+  }
   if (result.ok() && result->exact_rerun && !options.exact_provenance) {
     // Same seed, same schedule: the rerun reaches the same finding and names
     // the contributors.
     SimOptions exact = options;
     exact.exact_provenance = true;
+    if (result->interleaved_rerun) exact.run_ahead = false;
     absl::StatusOr<SimResult> named = run_once(exact);
     if (named.ok() && named->verdict == result->verdict &&
         named->trace_hash == result->trace_hash) {
       named->exact_rerun = true;
+      named->interleaved_rerun = result->interleaved_rerun;
       return named;
     }
   }

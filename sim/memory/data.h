@@ -165,10 +165,19 @@ struct ReductionCheck {
   uint64_t group_key;  // identifies the members that must agree bitwise
   int64_t elems;
   int64_t origin = 0;  // SimTensor::origin of the checked tensor
+  // The virtual time a finding is reported at; -1: the rank's clock (a
+  // run-ahead check runs when its call completes, where the rank's clock
+  // has run on: SimContext::Stream).
+  int64_t at_ns = -1;
 };
 class ReductionChecker {
  public:
   bool Check(SimContext& ctx, const ReductionCheck& check, const SimTensor& tensor);
+  // What `times` checks of `tensor` (members whose results hold the same
+  // runs) do, one after the other: the first decides, and the others, which
+  // find what it found, are counted without being made again.
+  bool CheckSame(SimContext& ctx, const ReductionCheck& check, const SimTensor& tensor,
+                 uint32_t times);
 
  private:
   // The first member's output digest per origin: members that keep other

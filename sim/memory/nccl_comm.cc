@@ -1,6 +1,7 @@
 #include "sim/memory/nccl_comm.h"
 
 #include <algorithm>
+#include <cassert>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -37,11 +38,13 @@ SimComm::SimComm(SimContext& ctx, std::string name, std::vector<int> ranks)
       name_(std::move(name)),
       ranks_(std::move(ranks)),
       worst_hop_(ctx_.hardware.WorstHop(ranks_)),
-      posts_(ranks_.size()),
+      ring_(1),
       next_seq_(ranks_.size(), 0),
       gathered_for_(ranks_.size()),
       expired_at_(ranks_.size(), -1),
-      index_(ranks_) {}
+      index_(ranks_) {
+  ring_[0].calls.resize(ranks_.size());
+}
 
 int64_t SimComm::WatchdogNs() const {
   return static_cast<int64_t>(ctx_.scenario.timeouts.watchdog_ms * 1e6);
@@ -55,79 +58,165 @@ std::optional<int64_t> SimComm::TakeExpiry(int member) {
 
 int SimComm::MemberOf(int rank) const { return index_.Find(rank); }
 
-void SimComm::Arrive(int member, const Post& post) {
-  // A rank resumed only to shut down must not post: its buffers are about to go.
-  if (ctx_.scheduler.shutting_down()) return;
-  const auto m = static_cast<size_t>(member);
-  const uint64_t seq = next_seq_[m]++;
-  pending_seq_ = seq;
-  posts_[m] = post;
-  posts_[m].posted = true;
-  posts_[m].arrival_ns = ctx_.Clock(ranks_[m]);
-  if (++posted_ == static_cast<int>(ranks_.size())) {
-    Complete();
-    return;
-  }
-  if (!ctx_.scheduler.Block(BlockReason{this, member, ctx_.Clock(ranks_[m])})) {
-    // Shutting down: withdraw the post, whose tensors live in this frame.
-    posts_[m].posted = false;
-    --posted_;
+void SimComm::GrowRing(uint64_t seq) {
+  while (seq - completed_ >= ring_.size()) {
+    // Each outstanding sequence keeps its slot's contents at its new place
+    // (the size stays a power of two: a slot is found by a mask).
+    std::vector<Slot> grown(ring_.size() * 2);
+    for (uint64_t k = completed_; k < completed_ + ring_.size(); ++k) {
+      grown[k & (grown.size() - 1)] = std::move(ring_[k & (ring_.size() - 1)]);
+    }
+    for (Slot& slot : grown) {
+      if (slot.calls.empty()) slot.calls.resize(ranks_.size());
+    }
+    ring_ = std::move(grown);
   }
 }
 
-void SimComm::Complete() {
+int64_t SimComm::ArrivalOf(const Call& call, size_t member) const {
+  // A run-ahead member's clock ran on from where it posted; what earlier
+  // calls kept it waiting is its stream's lag.
+  if (!call.ahead) return call.arrival_ns;
+  return call.arrival_ns + ctx_.streams[static_cast<size_t>(ranks_[member])].lag_ns;
+}
+
+void SimComm::Arrive(int member, Call&& call) {
+  // A rank resumed only to shut down must not post: its buffers are about to go.
+  if (ctx_.scheduler.shutting_down()) return;
+  const auto m = static_cast<size_t>(member);
+  uint64_t seq = 0;
+  Call& placed = Place(member, &seq);
+  placed.contract = call.contract;
+  placed.in = call.in;
+  placed.out = call.out;
+  placed.value = call.value;
+  placed.counts = call.counts;
+  CompleteReady();
+  while (completed_ <= seq) {
+    if (!ctx_.scheduler.Block(BlockReason{this, member, ctx_.Clock(ranks_[m])})) {
+      // Shutting down: withdraw the post, whose tensors live in this frame
+      // (unless the call completed as the run stopped).
+      if (completed_ > seq) return;
+      Slot& slot = SlotOf(seq);
+      slot.calls[m].posted = false;
+      --slot.posted;
+      return;
+    }
+  }
+}
+
+void SimComm::Post(int member, DType dtype, SimTensor in) {
+  assert(!ctx_.streams.empty() && !ctx_.scheduler.shutting_down());
+  Call& call = Place(member, nullptr);
+  call.ahead = true;
+  // The holder stays with the slot's call, for the posts that reuse it.
+  if (call.holder == nullptr) call.holder = std::make_unique<Posted>();
+  Posted& p = *call.holder;
+  just_posted_ = &p;
+  p.in = std::move(in);
+  call.contract = {CollectiveOp::kAllReduce, p.in.elems, dtype, -1, 0};
+  call.in = &p.in;
+  call.out = &p.out;
+  call.value = 0;
+  call.counts = nullptr;
+  SimContext::Stream& stream =
+      ctx_.streams[static_cast<size_t>(ranks_[static_cast<size_t>(member)])];
+  stream.comm = this;
+  ++stream.pending;
+  ++ctx_.posted_calls;
+}
+
+void SimComm::FinishPost(int member, const TraceEvent& event, ReductionChecker* checker,
+                         const ReductionCheck& check,
+                         std::shared_ptr<const std::vector<int>> expected_owner) {
+  assert(just_posted_ != nullptr && MemberOf(event.rank) == member);
+  (void)member;
+  Posted& p = *just_posted_;
+  just_posted_ = nullptr;
+  p.event = event;
+  p.checker = checker;
+  p.check = check;
+  p.expected_owner = std::move(expected_owner);
+  CompleteReady();
+}
+
+int64_t SimComm::OldestPendingSince(int member) const {
+  const auto m = static_cast<size_t>(member);
+  const Call& call = ring_[completed_ & (ring_.size() - 1)].calls[m];
+  return ArrivalOf(call, m);
+}
+
+void SimComm::CompleteReady() {
+  while (!ctx_.run_ahead_fallback) {
+    Slot& slot = ring_[completed_ & (ring_.size() - 1)];
+    if (slot.posted < static_cast<int>(ranks_.size())) return;
+    if (!Complete(slot, completed_)) return;
+    slot.posted = 0;
+    ++completed_;
+  }
+}
+
+bool SimComm::Complete(Slot& slot, uint64_t seq) {
+  std::vector<Call>& calls = slot.calls;
   // Contracts must agree, as NCCL assumes without checking.
-  const CollectiveContract& first = posts_.front().contract;
-  for (size_t m = 1; m < posts_.size(); ++m) {
-    if (posts_[m].contract == first) continue;
-    nlohmann::json calls = nlohmann::json::array();
-    for (size_t k = 0; k < posts_.size(); ++k) {
-      const CollectiveContract& c = posts_[k].contract;
-      calls.push_back({{"rank", ranks_[k]},
-                       {"op", std::string(CollectiveOpName(c.op))},
-                       {"count", c.count},
-                       {"dtype", std::string(DTypeName(c.dtype))}});
+  const CollectiveContract& first = calls.front().contract;
+  for (size_t m = 1; m < calls.size(); ++m) {
+    if (calls[m].contract == first) continue;
+    nlohmann::json list = nlohmann::json::array();
+    for (size_t k = 0; k < calls.size(); ++k) {
+      const CollectiveContract& c = calls[k].contract;
+      list.push_back({{"rank", ranks_[k]},
+                      {"op", std::string(CollectiveOpName(c.op))},
+                      {"count", c.count},
+                      {"dtype", std::string(DTypeName(c.dtype))}});
     }
     ctx_.Report(Finding{
         Verdict::kMismatch,
         absl::StrFormat("NCCL %s call %d: rank %d posted %s of %d %s, rank %d posted %s of %d %s",
-                        name_, pending_seq_, ranks_[0], CollectiveOpName(first.op), first.count,
-                        DTypeName(first.dtype), ranks_[m], CollectiveOpName(posts_[m].contract.op),
-                        posts_[m].contract.count, DTypeName(posts_[m].contract.dtype)),
-        {{"communicator", name_}, {"seq", pending_seq_}, {"calls", calls}},
+                        name_, seq, ranks_[0], CollectiveOpName(first.op), first.count,
+                        DTypeName(first.dtype), ranks_[m], CollectiveOpName(calls[m].contract.op),
+                        calls[m].contract.count, DTypeName(calls[m].contract.dtype)),
+        {{"communicator", name_}, {"seq", seq}, {"calls", list}},
         ranks_[m],
-        posts_[m].arrival_ns,
+        ArrivalOf(calls[m], m),
         Detector::kCollectiveContract});
-    return;
+    return false;
   }
   int64_t start = 0;
-  for (const Post& p : posts_) start = std::max(start, p.arrival_ns);
+  for (size_t m = 0; m < calls.size(); ++m) start = std::max(start, ArrivalOf(calls[m], m));
   // The watchdog: a member that waited longer than its budget for the last
   // one gave up at its deadline. The first deadline to pass is the one that
   // ends the job (ties: the lower member).
   int expired = -1;
   int64_t deadline = 0;
   const int64_t budget = WatchdogNs();
-  for (size_t m = 0; m < posts_.size(); ++m) {
-    const int64_t d = posts_[m].arrival_ns + budget;
+  for (size_t m = 0; m < calls.size(); ++m) {
+    const int64_t d = ArrivalOf(calls[m], m) + budget;
     if (start > d && (expired < 0 || d < deadline)) {
       expired = static_cast<int>(m);
       deadline = d;
     }
   }
+  if (expired >= 0 && calls[static_cast<size_t>(expired)].ahead) {
+    // Its call failed where the rank had already run on: only the
+    // interleaved model follows what the rank does after the error.
+    ctx_.FallBackToInterleaved();
+    return false;
+  }
   const int64_t bytes = first.count * DTypeSize(first.dtype);
   const int64_t done = start + ctx_.hardware.RingAllReduceNs(ranks_.size(), worst_hop_, bytes);
+  const int sole = SoleCheckOf(calls);
 
   if (first.op == CollectiveOp::kAllReduce) {
-    if (AllReduceWholeInputs(first.count, done)) {
+    if (AllReduceWholeInputs(calls, first.count, done, sole)) {
       // (Summed without chunks; see AllReduceWholeInputs.)
     } else {
       Accumulator acc;
       // NCCL adds in the element type, in one fixed order for every member.
       SimChunk chunk;
-      for (const Post& p : posts_) {
+      for (const Call& c : calls) {
         chunk.pieces.clear();
-        p.in->runs.Read(0, first.count, chunk);
+        c.in->runs.Read(0, first.count, chunk);
         AccumulatorAdd(ctx_, acc, chunk);
       }
       const SimChunk sum = AccumulatorFinish(ctx_, acc);
@@ -137,52 +226,52 @@ void SimComm::Complete() {
         // a copy per member would cost the group the square of its width.
         RunList result;
         WriteChunk(result, 0, sum, done, ranks_[0]);
-        for (const Post& p : posts_) {
-          p.out->runs = RunList::SharedWith(result);
-          p.out->elems = first.count;
+        for (const Call& c : calls) {
+          c.out->runs = RunList::SharedWith(result);
+          c.out->elems = first.count;
         }
       } else {
-        for (size_t m = 0; m < posts_.size(); ++m) {
-          posts_[m].out->runs.Reset();
-          posts_[m].out->elems = first.count;
-          WriteChunk(posts_[m].out->runs, 0, sum, done, ranks_[m]);
+        for (size_t m = 0; m < calls.size(); ++m) {
+          calls[m].out->runs.Reset();
+          calls[m].out->elems = first.count;
+          WriteChunk(calls[m].out->runs, 0, sum, done, ranks_[m]);
         }
       }
     }
   } else if (first.op == CollectiveOp::kReduceScatter) {
     // Member m's share, summed over every member in one fixed order.
-    const std::vector<int64_t>& counts = *posts_.front().counts;
-    if (ReduceScatterWholeInputs(counts, done)) {
+    const std::vector<int64_t>& counts = *calls.front().counts;
+    if (ReduceScatterWholeInputs(calls, counts, done)) {
       // (Done without a pass per member; see ReduceScatterWholeInputs.)
     } else {
       int64_t offset = 0;
-      for (size_t m = 0; m < posts_.size(); ++m) {
+      for (size_t m = 0; m < calls.size(); ++m) {
         const int64_t count = counts[m];
         Accumulator acc;
         SimChunk chunk;
-        for (const Post& p : posts_) {
+        for (const Call& c : calls) {
           chunk.pieces.clear();
-          p.in->runs.Read(offset, offset + count, chunk);
+          c.in->runs.Read(offset, offset + count, chunk);
           chunk.len = count;
           AccumulatorAdd(ctx_, acc, chunk);
         }
-        SimTensor& out = *posts_[m].out;
+        SimTensor& out = *calls[m].out;
         out.runs.Reset();
         out.elems = count;
-        out.origin = posts_[m].in->origin + offset;
+        out.origin = calls[m].in->origin + offset;
         if (count > 0)
           WriteChunk(out.runs, 0, Rebased(AccumulatorFinish(ctx_, acc), offset), done, ranks_[m]);
         offset += count;
       }
     }
   } else if (first.op == CollectiveOp::kAllGatherRows) {
-    const std::vector<int64_t>& counts = *posts_.front().counts;
+    const std::vector<int64_t>& counts = *calls.front().counts;
     int64_t total = 0;
     for (int64_t c : counts) total += c;
     std::vector<SimChunk> parts;
-    for (size_t m = 0; m < posts_.size(); ++m) {
+    for (size_t m = 0; m < calls.size(); ++m) {
       SimChunk chunk;
-      posts_[m].in->runs.Read(0, counts[m], chunk);
+      calls[m].in->runs.Read(0, counts[m], chunk);
       chunk.len = counts[m];
       parts.push_back(std::move(chunk));
     }
@@ -197,90 +286,155 @@ void SimComm::Complete() {
       if (counts[k] > 0) WriteChunk(gathered, offset, Rebased(parts[k], -offset), done, ranks_[0]);
       offset += counts[k];
     }
-    for (size_t m = 0; m < posts_.size(); ++m) {
-      SimTensor& out = *posts_[m].out;
+    for (size_t m = 0; m < calls.size(); ++m) {
+      SimTensor& out = *calls[m].out;
       out.runs = RunList::SharedWith(gathered);
       out.elems = total;
       // The members' rows are consecutive in group order: the gathered rows
       // begin where the first member's do.
-      out.origin = posts_.front().in->origin;
+      out.origin = calls.front().in->origin;
     }
   } else {
     gathered_.clear();
-    for (const Post& p : posts_) gathered_.push_back(p.value);
+    for (const Call& c : calls) gathered_.push_back(c.value);
     const auto shared = std::make_shared<const std::vector<int64_t>>(gathered_);
     for (auto& g : gathered_for_) g = shared;
   }
-  for (size_t m = 0; m < posts_.size(); ++m) {
+  FinishRunAhead(calls, done, sole);
+  for (size_t m = 0; m < calls.size(); ++m) {
+    Call& c = calls[m];
+    c.posted = false;
+    if (c.ahead) {
+      // The rank went on without waiting: what the call kept it waiting is
+      // added to its stream's lag, and a rank draining its stream wakes when
+      // this was its last call.
+      SimContext::Stream& stream = ctx_.streams[static_cast<size_t>(ranks_[m])];
+      stream.lag_ns += done - ArrivalOf(c, m);
+      if (c.holder->expected_owner != nullptr) c.holder->expected_owner.reset();
+      if (--stream.pending == 0 && stream.draining) ctx_.scheduler.Wake(ranks_[m]);
+      continue;
+    }
     if (static_cast<int>(m) == expired) {
       ctx_.AdvanceTo(ranks_[m], deadline);
       expired_at_[m] = deadline;
     } else {
       ctx_.AdvanceTo(ranks_[m], done);
     }
-    posts_[m].posted = false;
     ctx_.scheduler.Wake(ranks_[m]);
   }
-  posted_ = 0;
+  return true;
+}
+
+int SimComm::SoleCheckOf(const std::vector<Call>& calls) const {
+  const Posted* first = nullptr;
+  int sole = -1;
+  for (size_t m = 0; m < calls.size(); ++m) {
+    if (!calls[m].ahead) continue;
+    const Posted& p = *calls[m].holder;
+    if (first == nullptr) {
+      first = &p;
+      sole = static_cast<int>(m);
+    }
+    if (p.checker == nullptr || p.checker != first->checker ||
+        p.check.instance != first->check.instance || p.check.group_key != first->check.group_key ||
+        p.check.expected.data() != first->check.expected.data() ||
+        p.check.expected.size() != first->check.expected.size() ||
+        p.check.elems != first->check.elems || p.check.origin != first->check.origin) {
+      return -1;
+    }
+  }
+  return sole;
+}
+
+void SimComm::FinishRunAhead(std::vector<Call>& calls, int64_t done, int sole) {
+  // Each run-ahead member's trace event, in member order, with the times
+  // the interleaved model gives it: from its arrival to the completion.
+  uint32_t ahead = 0;
+  for (size_t m = 0; m < calls.size(); ++m) {
+    if (!calls[m].ahead) continue;
+    Posted& p = *calls[m].holder;
+    p.event.begin_ns = ArrivalOf(calls[m], m);
+    p.event.end_ns = done;
+    ctx_.trace.Add(p.event);
+    p.check.at_ns = done;
+    ++ahead;
+  }
+  if (ahead == 0) return;
+  if (sole >= 0) {
+    // Every member's result holds the same runs (the sum), so one check
+    // stands for all of theirs (ReductionChecker::CheckSame).
+    const Posted& first = *calls[static_cast<size_t>(sole)].holder;
+    first.checker->CheckSame(ctx_, first.check, first.out, ahead);
+    return;
+  }
+  for (size_t m = 0; m < calls.size(); ++m) {
+    if (!calls[m].ahead) continue;
+    const Posted& p = *calls[m].holder;
+    if (p.checker == nullptr || ctx_.stopped()) continue;
+    p.checker->Check(ctx_, p.check, p.out);
+  }
 }
 
 void SimComm::AllReduce(int member, DType dtype, const SimTensor& in, SimTensor& out) {
-  Post p;
+  Call p;
   p.contract = {CollectiveOp::kAllReduce, in.elems, dtype, -1, 0};
   p.in = &in;
   p.out = &out;
-  Arrive(member, p);
+  Arrive(member, std::move(p));
 }
 
 RowCounts::RowCounts(std::vector<int64_t> c) : counts(std::move(c)), digest(LaneDigest(counts)) {}
 
 void SimComm::ReduceScatter(int member, DType dtype, const SimTensor& in, const RowCounts& counts,
                             SimTensor& out) {
-  Post p;
+  Call p;
   p.contract = {CollectiveOp::kReduceScatter, in.elems, dtype, -1, counts.digest};
   p.in = &in;
   p.out = &out;
   p.counts = &counts.counts;
-  Arrive(member, p);
+  Arrive(member, std::move(p));
 }
 
 void SimComm::AllGatherRows(int member, DType dtype, const SimTensor& in, const RowCounts& counts,
                             SimTensor& out) {
   int64_t total = 0;
   for (int64_t c : counts.counts) total += c;
-  Post p;
+  Call p;
   p.contract = {CollectiveOp::kAllGatherRows, total, dtype, -1, counts.digest};
   p.in = &in;
   p.out = &out;
   p.counts = &counts.counts;
-  Arrive(member, p);
+  Arrive(member, std::move(p));
 }
 
 std::shared_ptr<const std::vector<int64_t>> SimComm::AllGather(int member, int64_t value) {
-  Post p;
+  Call p;
   p.contract = {CollectiveOp::kAllGather, 1, DType::kFp32, -1, 0};
   p.value = value;
-  Arrive(member, p);
+  Arrive(member, std::move(p));
   return gathered_for_[static_cast<size_t>(member)];
 }
 
 std::string SimComm::DescribeWait(int rank, int64_t detail) const {
+  // Whether it waits in a call or drains the calls it posted, a member waits
+  // for the oldest sequence not completed: calls complete in order.
+  const Slot& slot = ring_[completed_ & (ring_.size() - 1)];
   std::vector<int> missing;
-  for (size_t m = 0; m < posts_.size(); ++m) {
-    if (!posts_[m].posted) missing.push_back(ranks_[m]);
+  for (size_t m = 0; m < slot.calls.size(); ++m) {
+    if (!slot.calls[m].posted) missing.push_back(ranks_[m]);
   }
-  const Post& p = posts_[static_cast<size_t>(detail)];
+  const Call& c = slot.calls[static_cast<size_t>(detail)];
   return absl::StrFormat("rank %d waits in NCCL %s on %s call %d (%s of %d %s) for ranks %s", rank,
-                         CollectiveOpName(p.contract.op), name_,
-                         next_seq_[static_cast<size_t>(detail)] - 1,
-                         CollectiveOpName(p.contract.op), p.contract.count,
-                         DTypeName(p.contract.dtype), absl::StrJoin(missing, ","));
+                         CollectiveOpName(c.contract.op), name_, completed_,
+                         CollectiveOpName(c.contract.op), c.contract.count,
+                         DTypeName(c.contract.dtype), absl::StrJoin(missing, ","));
 }
 
 std::vector<int> SimComm::WaitsOn(int, int64_t) const {
+  const Slot& slot = ring_[completed_ & (ring_.size() - 1)];
   std::vector<int> missing;
-  for (size_t m = 0; m < posts_.size(); ++m) {
-    if (!posts_[m].posted) missing.push_back(ranks_[m]);
+  for (size_t m = 0; m < slot.calls.size(); ++m) {
+    if (!slot.calls[m].posted) missing.push_back(ranks_[m]);
   }
   return missing;
 }
@@ -332,7 +486,8 @@ std::vector<int> SimMailbox::WaitsOn(int, int64_t detail) const {
   return {static_cast<int>(detail)};
 }
 
-bool SimComm::ReduceScatterWholeInputs(const std::vector<int64_t>& counts, int64_t done) {
+bool SimComm::ReduceScatterWholeInputs(const std::vector<Call>& calls,
+                                       const std::vector<int64_t>& counts, int64_t done) {
   // Every member's share is the same sum over the members' inputs, element
   // by element. When each input is one run over the whole buffer, one pass
   // over the members gives that sum, and each share is its slice: what the
@@ -342,7 +497,7 @@ bool SimComm::ReduceScatterWholeInputs(const std::vector<int64_t>& counts, int64
   if (ctx_.numeric_mode) return false;
   int64_t total = 0;
   for (int64_t c : counts) total += c;
-  for (const Post& p : posts_) {
+  for (const Call& p : calls) {
     const RunList::Runs& runs = p.in->runs.runs();
     if (runs.size() != 1 || runs[0].begin != 0 || runs[0].end < total || runs[0].src != 0 ||
         (runs[0].value.flags & kShifted) != 0) {
@@ -351,7 +506,7 @@ bool SimComm::ReduceScatterWholeInputs(const std::vector<int64_t>& counts, int64
   }
   Accumulator acc;
   SimChunk chunk;
-  for (const Post& p : posts_) {
+  for (const Call& p : calls) {
     chunk.pieces.clear();
     p.in->runs.Read(0, total, chunk);
     chunk.len = total;
@@ -359,12 +514,12 @@ bool SimComm::ReduceScatterWholeInputs(const std::vector<int64_t>& counts, int64
   }
   const SimChunk sum = AccumulatorFinish(ctx_, acc);
   int64_t offset = 0;
-  for (size_t m = 0; m < posts_.size(); ++m) {
+  for (size_t m = 0; m < calls.size(); ++m) {
     const int64_t count = counts[m];
-    SimTensor& out = *posts_[m].out;
+    SimTensor& out = *calls[m].out;
     out.runs.Reset();
     out.elems = count;
-    out.origin = posts_[m].in->origin + offset;
+    out.origin = calls[m].in->origin + offset;
     if (count > 0) {
       SimChunk share = sum;
       share.pieces.front().src = offset;
@@ -377,31 +532,35 @@ bool SimComm::ReduceScatterWholeInputs(const std::vector<int64_t>& counts, int64
   return true;
 }
 
-bool SimComm::AllReduceWholeInputs(int64_t count, int64_t done) {
+bool SimComm::AllReduceWholeInputs(const std::vector<Call>& calls, int64_t count, int64_t done,
+                                   int sole) {
   // What the general path computes for such inputs: each member's input read
   // as one piece and added to a sum of one segment, which becomes one run of
   // every member's result. Numeric mode keeps the general path (it adds
   // elements too).
   if (ctx_.numeric_mode || count <= 0) return false;
-  for (const Post& p : posts_) {
+  for (const Call& p : calls) {
     const RunList::Runs& runs = p.in->runs.runs();
     if (runs.size() != 1 || runs[0].begin > 0 || runs[0].end < count) return false;
   }
   // Where each input's element 0 sits in its value's index space (a piece's
   // `src`); an input elsewhere than the first's holds other offsets' data.
-  const auto src_of = [](const Post& p) {
+  const auto src_of = [](const Call& p) {
     const Run& r = p.in->runs.runs()[0];
     return r.src - r.begin;
   };
-  const int64_t src = src_of(posts_.front());
+  const int64_t src = src_of(calls.front());
   SimValue sum;
-  for (const Post& p : posts_) {
+  for (const Call& p : calls) {
     const SimValue& v = p.in->runs.runs()[0].value;
     AddToSum(ctx_, sum, v, /*fp32=*/false, (v.flags & kShifted) != 0 || src_of(p) != src);
   }
   sum.flags &= kShifted;
-  for (size_t m = 0; m < posts_.size(); ++m) {
-    SimTensor& out = *posts_[m].out;
+  for (size_t m = 0; m < calls.size(); ++m) {
+    // A run-ahead member's result is read by its check only: where one
+    // check stands for the group, only the sole checked result is written.
+    if (sole >= 0 && calls[m].ahead && static_cast<int>(m) != sole) continue;
+    SimTensor& out = *calls[m].out;
     out.runs.Reset();
     out.elems = count;
     out.runs.Write(Run{0, count, sum, src, done, ranks_[m]});

@@ -18,6 +18,7 @@
 #include "sim/memory/data.h"
 #include "sim/memory/member_index.h"
 #include "sim/memory/sim_context.h"
+#include "sim/replica/trace.h"
 
 namespace lockstep {
 
@@ -58,6 +59,23 @@ class SimComm : public Waitable {
   // Blocking sum of every member's `in` into `out` (ring order: every member
   // gets the same bits).
   void AllReduce(int member, DType dtype, const SimTensor& in, SimTensor& out);
+
+  // Run-ahead (SimContext::Stream): posts `member`'s all-reduce of `in` and
+  // returns without waiting. Its place in the call order is the member's
+  // next sequence number, as a blocking call's is; it completes when every
+  // member has posted that sequence and every earlier one completed.
+  // FinishPost must follow before any other rank runs.
+  void Post(int member, DType dtype, SimTensor in);
+  // What the posted call does when it completes: its trace event (begin and
+  // end are set then) and the check of its result (`checker` null: none).
+  // `expected_owner` keeps the check's expected ranks alive. Completes every
+  // call that is now complete.
+  void FinishPost(int member, const TraceEvent& event, ReductionChecker* checker,
+                  const ReductionCheck& check,
+                  std::shared_ptr<const std::vector<int>> expected_owner);
+  // The virtual time `member`'s oldest posted call that has not completed
+  // was posted at (its clock then, plus its stream's lag).
+  int64_t OldestPendingSince(int member) const;
   // Blocking all-gather of one integer per member.
   std::shared_ptr<const std::vector<int64_t>> AllGather(int member, int64_t value);
   // Blocking reduce-scatter(v): member m gets elements
@@ -79,12 +97,23 @@ class SimComm : public Waitable {
   // The watchdog's budget (timeouts.watchdog_ms).
   int64_t WatchdogNs() const;
 
+  // A member blocked in a call, or draining its posted ones, waits for the
+  // oldest call that has not completed: the members that have not posted it.
   std::string DescribeWait(int rank, int64_t detail) const override;
   std::vector<int> WaitsOn(int rank, int64_t detail) const override;
   bool IsKernelWait() const override { return false; }
 
  private:
-  struct Post {
+  // What a posted (run-ahead) call holds until it completes.
+  struct Posted {
+    SimTensor in;
+    SimTensor out;
+    TraceEvent event;
+    ReductionChecker* checker = nullptr;
+    ReductionCheck check{};
+    std::shared_ptr<const std::vector<int>> expected_owner;
+  };
+  struct Call {
     bool posted = false;
     CollectiveContract contract;
     const SimTensor* in = nullptr;
@@ -92,28 +121,76 @@ class SimComm : public Waitable {
     int64_t value = 0;
     int64_t arrival_ns = 0;
     const std::vector<int64_t>* counts = nullptr;  // reduce-scatter / gather rows
+    bool ahead =
+        false;  // a run-ahead call (in and out are the holder's); else the member waits in it
+    // What a run-ahead call holds; kept with the slot's call for the posts
+    // that reuse it (null until the first).
+    std::unique_ptr<Posted> holder;
   };
+  // Every member's call of one sequence number.
+  struct Slot {
+    std::vector<Call> calls;
+    int posted = 0;
+  };
+  // The slot of sequence `seq` (the ring grows to hold every sequence from
+  // the oldest incomplete one to `seq`).
+  Slot& SlotOf(uint64_t seq) {
+    if (seq - completed_ >= ring_.size()) GrowRing(seq);
+    return ring_[seq & (ring_.size() - 1)];
+  }
+  void GrowRing(uint64_t seq);
+  // The member's call at its next sequence, marked posted at its clock (not
+  // run-ahead); `seq_out`, when given, gets the sequence. The caller sets
+  // what the call is.
+  Call& Place(int member, uint64_t* seq_out) {
+    const auto m = static_cast<size_t>(member);
+    const uint64_t seq = next_seq_[m]++;
+    Slot& slot = SlotOf(seq);
+    Call& placed = slot.calls[m];
+    placed.posted = true;
+    placed.ahead = false;
+    placed.arrival_ns = ctx_.Clock(ranks_[m]);
+    ++slot.posted;
+    if (seq_out != nullptr) *seq_out = seq;
+    return placed;
+  }
   // Posts the member's call; returns once the collective completed.
-  void Arrive(int member, const Post& post);
-  void Complete();
+  void Arrive(int member, Call&& call);
+  // The virtual time `member`'s call arrived at.
+  int64_t ArrivalOf(const Call& call, size_t member) const;
+  // Completes the oldest slots while every member has posted them.
+  void CompleteReady();
+  // Completes sequence `seq`; false when it cannot (its contracts disagree,
+  // or a run-ahead run must fall back to the interleaved model).
+  bool Complete(Slot& slot, uint64_t seq);
   // A reduce-scatter of inputs that are each one run over the whole buffer:
   // summed once for the group, every share a slice. Returns false (nothing
   // done) for any other inputs.
-  bool ReduceScatterWholeInputs(const std::vector<int64_t>& counts, int64_t done);
+  bool ReduceScatterWholeInputs(const std::vector<Call>& calls, const std::vector<int64_t>& counts,
+                                int64_t done);
   // An all-reduce of `count` elements whose inputs are each one run covering
   // them (what a symbolic input is): the sum is one value, added up once, and
-  // every member's result is one run holding it. Returns false (nothing
-  // done) for any other inputs, and in numeric mode.
-  bool AllReduceWholeInputs(int64_t count, int64_t done);
+  // every member's result is one run holding it (of the run-ahead members,
+  // only `sole`'s when it is not -1: see SoleCheckOf). Returns false
+  // (nothing done) for any other inputs, and in numeric mode.
+  bool AllReduceWholeInputs(const std::vector<Call>& calls, int64_t count, int64_t done, int sole);
+  // The first run-ahead member of `calls` when every run-ahead member's
+  // check is the same (one check then stands for all, and only that
+  // member's result is made); -1 when there is none or they differ.
+  int SoleCheckOf(const std::vector<Call>& calls) const;
+  // The checks and trace events of the run-ahead calls of a completed slot.
+  void FinishRunAhead(std::vector<Call>& calls, int64_t done, int sole);
 
   SimContext& ctx_;
   std::string name_;
   std::vector<int> ranks_;
   HopClass worst_hop_;
-  std::vector<Post> posts_;
+  // Slot k % size holds sequence k, from the oldest incomplete sequence on
+  // (the size is a power of two).
+  std::vector<Slot> ring_;
+  uint64_t completed_ = 0;          // the oldest sequence not completed
+  Posted* just_posted_ = nullptr;   // Post's, until FinishPost
   std::vector<uint64_t> next_seq_;  // per member
-  uint64_t pending_seq_ = 0;
-  int posted_ = 0;
   std::vector<int64_t> gathered_;
   // Per member, what its last all-gather returned: one vector shared by every
   // member of that call (a copy each made one call of n members cost n²).

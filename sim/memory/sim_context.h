@@ -34,6 +34,7 @@
 namespace lockstep {
 
 class RelaxedVisibility;
+class SimComm;
 
 // The elements numeric data carries: all of them (`data: numeric`), or 8 in
 // every workload.sample_stride (`data: sampled`). The default stride is the
@@ -80,7 +81,9 @@ struct SimContext {
       scheduler.Stop();
     }
   }
-  bool stopped() const { return finding.has_value() || scheduler.shutting_down(); }
+  bool stopped() const {
+    return finding.has_value() || scheduler.shutting_down() || run_ahead_fallback;
+  }
 
   const Scenario& scenario;
   const ParallelLayout& layout;
@@ -111,6 +114,30 @@ struct SimContext {
   // Set when a provenance check failed in fingerprint mode: the run is
   // repeated in exact mode to name the contributors.
   bool needs_exact_rerun = false;
+  // Run-ahead (docs/SIMULATOR.md, "Run-ahead"): a rank posts an NCCL
+  // all-reduce it checks and goes on, as a serving host enqueues on its
+  // stream, and waits for what it posted only where a host synchronises.
+  // One entry per rank; empty: every call is interleaved (faults, relaxed
+  // memory, numeric data, or SimOptions::run_ahead off).
+  struct Stream {
+    SimComm* comm = nullptr;  // where its posted all-reduces are (one communicator at a time)
+    int32_t pending = 0;      // posted and not completed
+    bool draining = false;    // blocked until `pending` is 0
+    // What the completed ones kept the rank waiting that its clock has not
+    // taken yet: its clock runs on from where it posted, and its real time
+    // is the clock plus this (added when it drains).
+    int64_t lag_ns = 0;
+  };
+  std::vector<Stream> streams;
+  uint64_t posted_calls = 0;  // all-reduces posted this way, all ranks together
+  // Set when a run-ahead run met what only the interleaved model reports as
+  // it should (a watchdog that fires on a posted call): the run stops, and
+  // Simulate runs the seed again with every call interleaved.
+  bool run_ahead_fallback = false;
+  void FallBackToInterleaved() {
+    run_ahead_fallback = true;
+    scheduler.Stop();
+  }
   // The run's faults (null: none).
   SimFaultPlan* faults = nullptr;
   // Under `memory: relaxed`, the stores in flight to peers

@@ -294,8 +294,22 @@ class WorkloadProgram {
   bool Site(const SiteRef& site, GroupRole role, const TensorDesc& desc,
             const ExpectedRanks& expected, const CallContext& context = {}) {
     Data data = host_.Input(site, site.Instance(), desc.numel());
-    if (!host_.Reduce(site, role, desc, data, context)) return false;
-    return host_.Check(site, site.Instance(), expected, data);
+    return ReduceAndCheck(site, role, desc, data, context, site.Instance(), expected);
+  }
+  // A reduction and the check of its result. A host that can run ahead of
+  // its reductions (the simulator's, SimHost::ReduceChecked) takes both at
+  // once and may check later, when the group's call completes.
+  bool ReduceAndCheck(const SiteRef& site, GroupRole role, const TensorDesc& desc, Data& data,
+                      const CallContext& context, uint64_t instance,
+                      const ExpectedRanks& expected) {
+    if constexpr (requires {
+                    host_.ReduceChecked(site, role, desc, data, context, instance, expected);
+                  }) {
+      return host_.ReduceChecked(site, role, desc, data, context, instance, expected);
+    } else {
+      if (!host_.Reduce(site, role, desc, data, context)) return false;
+      return host_.Check(site, instance, expected, data);
+    }
   }
 
   // Runs `reductions` on `data` (rows x hidden), one site part each.
@@ -451,8 +465,7 @@ class WorkloadProgram {
     Data data = host_.Input(site, p.site.Instance(), desc.numel());
     const CallContext context = flush ? Context(FusionPattern::kAllReduce, WorkspaceKind::kNone)
                                       : Context(NormPattern(), WorkspaceKind::kMoe);
-    if (!host_.Reduce(site, p.exit.group, desc, data, context)) return false;
-    return host_.Check(site, p.site.Instance(), expected, data);
+    return ReduceAndCheck(site, p.exit.group, desc, data, context, p.site.Instance(), expected);
   }
 
   // Time-based decisions at a step's start (workload.abort_after_us): every

@@ -416,6 +416,7 @@ SimResult AnalyzeEndState(const SimRun& run) {
 SimResult AnalyzeRun(const SimRun& run) {
   SimResult result = AnalyzeEndState(run);
   if (run.ctx.relaxed != nullptr) result.relaxed_stores = run.ctx.relaxed->landed();
+  result.posted_calls = run.ctx.posted_calls;
   // Under relaxed memory, a silent failure names the first store a load got
   // ahead of: the store that arrived late.
   if (run.ctx.relaxed != nullptr && IsSilentFailure(result.verdict) &&
