@@ -117,6 +117,7 @@ uint64_t ExpectSameRunWithAndWithoutRunAhead(const Scenario& s, const std::strin
 // MoE-DP, DP attention, pipelines, CUDA graphs, PCIe (NCCL only) and the
 // GB200 fabric.
 TEST(RunAheadTest, CleanRunsKeepEveryCallsTimesAndTheirReport) {
+  const uint64_t seeds = PropertySeeds(3);
   uint64_t posted = 0;
   for (const char* name : {"tp8-llama3-h200", "tp8-llama3-pcie", "tp4-ep2-qwen3-pcie",
                            "tp8-llama3-b200", "tp8-ep4-moedp2-deepseek-v3-h200",
@@ -124,10 +125,11 @@ TEST(RunAheadTest, CleanRunsKeepEveryCallsTimesAndTheirReport) {
                            "pp2-tp4-ep2-qwen3-h200", "tp16-deepseek-v3-gb200"}) {
     const Scenario s = CatalogueScenario(name);
     ASSERT_EQ(s.expect, Verdict::kClean) << name;
-    posted += ExpectSameRunWithAndWithoutRunAhead(s, "", PropertySeeds(3));
+    posted += ExpectSameRunWithAndWithoutRunAhead(s, "", seeds);
   }
-  // Not vacuous: the catalogue's NCCL calls were posted.
-  EXPECT_GT(posted, 1000u);
+  // Not vacuous: the catalogue's NCCL calls were posted (1 104 over seeds
+  // 1-3, 736 on seed 1 alone, which the sanitizer stage runs).
+  EXPECT_GT(posted, 300u * seeds);
 }
 
 // Findings of the kinds the mutants give on layouts with NCCL calls: wrong
