@@ -471,7 +471,7 @@ class SimHost {
       assert(outcome.has_value() && !outcome->raised.has_value());
       const ExpectedRanks& expected = *checked->expected;
       post_to->comm()->FinishPost(
-          post_to->comm()->MemberOf(rank_), outcome->event, &run_.checker,
+          outcome->event, &run_.checker,
           ReductionCheck{rank_, site, checked->instance, expected.ranks, expected.key, elems, 0},
           expected.owned);
       *posted = true;

@@ -66,12 +66,11 @@ class SimComm : public Waitable {
   // member has posted that sequence and every earlier one completed.
   // FinishPost must follow before any other rank runs.
   void Post(int member, DType dtype, SimTensor in);
-  // What the posted call does when it completes: its trace event (begin and
-  // end are set then) and the check of its result (`checker` null: none).
-  // `expected_owner` keeps the check's expected ranks alive. Completes every
-  // call that is now complete.
-  void FinishPost(int member, const TraceEvent& event, ReductionChecker* checker,
-                  const ReductionCheck& check,
+  // What the call Post just placed does when it completes: its trace event
+  // (begin and end are set then) and the check of its result (`checker`
+  // null: none). `expected_owner` keeps the check's expected ranks alive.
+  // Completes every call that is now complete.
+  void FinishPost(const TraceEvent& event, ReductionChecker* checker, const ReductionCheck& check,
                   std::shared_ptr<const std::vector<int>> expected_owner);
   // The virtual time `member`'s oldest posted call that has not completed
   // was posted at (its clock then, plus its stream's lag).
