@@ -28,12 +28,6 @@ absl::Status ToStatus(const protocol::ProtocolStatus& s, int rank, std::span<con
 
 }  // namespace
 
-absl::Status SimBackendContext::Enter(const DecisionRecord& record) const {
-  const CallPlace place = observer->OnBackendCall(record);
-  if (*faults == nullptr) return absl::OkStatus();
-  return (*faults)->BeforeBackendCall(rank, place, record);
-}
-
 absl::Status SimBackendContext::Leave(const DecisionRecord& record, absl::Status status) const {
   if (!status.ok() && status.code() != absl::StatusCode::kAborted) {
     observer->OnBackendError(record, status);

@@ -38,17 +38,6 @@ Run LamportBuffer::RunOf(size_t i) const {
   return r;
 }
 
-Piece LamportBuffer::PieceOf(size_t i, int64_t begin, int64_t end) const {
-  const int64_t slot_begin = static_cast<int64_t>(i) * slot_len_;
-  const int64_t lo = std::max(begin, slot_begin);
-  const int64_t hi = std::min(end, slot_begin + slot_len_);
-  Piece p;
-  AssignValue(i, p.value);
-  p.src = slots_[i].src + (lo - slot_begin);
-  p.len = hi - lo;
-  return p;
-}
-
 void LamportBuffer::Spill() {
   for (size_t i = 0; i < slots_.size(); ++i) {
     if (present_[i] == 0) continue;
