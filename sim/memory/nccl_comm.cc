@@ -107,20 +107,22 @@ void SimComm::Arrive(int member, Call&& call) {
 
 void SimComm::Post(int member, DType dtype, SimTensor in) {
   assert(!ctx_.streams.empty() && !ctx_.scheduler.shutting_down());
-  Call& call = Place(member, nullptr);
+  const auto m = static_cast<size_t>(member);
+  uint64_t seq = 0;
+  Call& call = Place(member, &seq);
   call.ahead = true;
-  // The holder stays with the slot's call, for the posts that reuse it.
-  if (call.holder == nullptr) call.holder = std::make_unique<Posted>();
-  Posted& p = *call.holder;
+  Slot& slot = ring_[seq & (ring_.size() - 1)];
+  if (slot.held.empty()) slot.held.resize(ranks_.size());
+  if (results_.empty()) results_.resize(ranks_.size());
+  Posted& p = slot.held[m];
   just_posted_ = &p;
   p.in = std::move(in);
   call.contract = {CollectiveOp::kAllReduce, p.in.elems, dtype, -1, 0};
   call.in = &p.in;
-  call.out = &p.out;
+  call.out = &results_[m];
   call.value = 0;
   call.counts = nullptr;
-  SimContext::Stream& stream =
-      ctx_.streams[static_cast<size_t>(ranks_[static_cast<size_t>(member)])];
+  SimContext::Stream& stream = ctx_.streams[static_cast<size_t>(ranks_[m])];
   stream.comm = this;
   ++stream.pending;
   ++ctx_.posted_calls;
@@ -132,9 +134,14 @@ void SimComm::FinishPost(const TraceEvent& event, ReductionChecker* checker,
   assert(just_posted_ != nullptr);
   Posted& p = *just_posted_;
   just_posted_ = nullptr;
+  // What Posted::CheckAt rebuilds the check from.
+  assert(check.rank == event.rank && check.site == event.site && check.elems == p.in.elems &&
+         check.origin == 0);
   p.event = event;
   p.checker = checker;
-  p.check = check;
+  p.instance = check.instance;
+  p.group_key = check.group_key;
+  p.expected = check.expected;
   p.expected_owner = std::move(expected_owner);
   CompleteReady();
 }
@@ -204,7 +211,7 @@ bool SimComm::Complete(Slot& slot, uint64_t seq) {
   }
   const int64_t bytes = first.count * DTypeSize(first.dtype);
   const int64_t done = start + ctx_.hardware.RingAllReduceNs(ranks_.size(), worst_hop_, bytes);
-  const int sole = SoleCheckOf(calls);
+  const int sole = SoleCheckOf(slot);
 
   if (first.op == CollectiveOp::kAllReduce) {
     if (AllReduceWholeInputs(calls, first.count, done, sole)) {
@@ -299,7 +306,7 @@ bool SimComm::Complete(Slot& slot, uint64_t seq) {
     const auto shared = std::make_shared<const std::vector<int64_t>>(gathered_);
     for (auto& g : gathered_for_) g = shared;
   }
-  FinishRunAhead(calls, done, sole);
+  FinishRunAhead(slot, done, sole);
   for (size_t m = 0; m < calls.size(); ++m) {
     Call& c = calls[m];
     c.posted = false;
@@ -309,7 +316,8 @@ bool SimComm::Complete(Slot& slot, uint64_t seq) {
       // this was its last call.
       SimContext::Stream& stream = ctx_.streams[static_cast<size_t>(ranks_[m])];
       stream.lag_ns += done - ArrivalOf(c, m);
-      if (c.holder->expected_owner != nullptr) c.holder->expected_owner.reset();
+      std::shared_ptr<const std::vector<int>>& owner = slot.held[m].expected_owner;
+      if (owner != nullptr) owner.reset();
       if (--stream.pending == 0 && stream.draining) ctx_.scheduler.Wake(ranks_[m]);
       continue;
     }
@@ -324,53 +332,53 @@ bool SimComm::Complete(Slot& slot, uint64_t seq) {
   return true;
 }
 
-int SimComm::SoleCheckOf(const std::vector<Call>& calls) const {
+int SimComm::SoleCheckOf(const Slot& slot) const {
   const Posted* first = nullptr;
   int sole = -1;
-  for (size_t m = 0; m < calls.size(); ++m) {
-    if (!calls[m].ahead) continue;
-    const Posted& p = *calls[m].holder;
+  for (size_t m = 0; m < slot.calls.size(); ++m) {
+    if (!slot.calls[m].ahead) continue;
+    const Posted& p = slot.held[m];
     if (first == nullptr) {
       first = &p;
       sole = static_cast<int>(m);
     }
-    if (p.checker == nullptr || p.checker != first->checker ||
-        p.check.instance != first->check.instance || p.check.group_key != first->check.group_key ||
-        p.check.expected.data() != first->check.expected.data() ||
-        p.check.expected.size() != first->check.expected.size() ||
-        p.check.elems != first->check.elems || p.check.origin != first->check.origin) {
+    // (Posted checks' origins are all 0.)
+    if (p.checker == nullptr || p.checker != first->checker || p.instance != first->instance ||
+        p.group_key != first->group_key || p.expected.data() != first->expected.data() ||
+        p.expected.size() != first->expected.size() || p.in.elems != first->in.elems) {
       return -1;
     }
   }
   return sole;
 }
 
-void SimComm::FinishRunAhead(std::vector<Call>& calls, int64_t done, int sole) {
+void SimComm::FinishRunAhead(Slot& slot, int64_t done, int sole) {
   // Each run-ahead member's trace event, in member order, with the times
   // the interleaved model gives it: from its arrival to the completion.
+  const std::vector<Call>& calls = slot.calls;
   uint32_t ahead = 0;
   for (size_t m = 0; m < calls.size(); ++m) {
     if (!calls[m].ahead) continue;
-    Posted& p = *calls[m].holder;
+    Posted& p = slot.held[m];
     p.event.begin_ns = ArrivalOf(calls[m], m);
     p.event.end_ns = done;
     ctx_.trace.Add(p.event);
-    p.check.at_ns = done;
     ++ahead;
   }
   if (ahead == 0) return;
   if (sole >= 0) {
     // Every member's result holds the same runs (the sum), so one check
     // stands for all of theirs (ReductionChecker::CheckSame).
-    const Posted& first = *calls[static_cast<size_t>(sole)].holder;
-    first.checker->CheckSame(ctx_, first.check, first.out, ahead);
+    const auto s = static_cast<size_t>(sole);
+    const Posted& first = slot.held[s];
+    first.checker->CheckSame(ctx_, first.CheckAt(done), results_[s], ahead);
     return;
   }
   for (size_t m = 0; m < calls.size(); ++m) {
     if (!calls[m].ahead) continue;
-    const Posted& p = *calls[m].holder;
+    const Posted& p = slot.held[m];
     if (p.checker == nullptr || ctx_.stopped()) continue;
-    p.checker->Check(ctx_, p.check, p.out);
+    p.checker->Check(ctx_, p.CheckAt(done), results_[m]);
   }
 }
 

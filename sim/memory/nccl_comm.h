@@ -10,6 +10,7 @@
 #include <deque>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -103,14 +104,24 @@ class SimComm : public Waitable {
   bool IsKernelWait() const override { return false; }
 
  private:
-  // What a posted (run-ahead) call holds until it completes.
+  // What a posted (run-ahead) call holds until it completes: its input, its
+  // trace event (begin and end are set then) and what its result is checked
+  // against. The check's rank and site are the event's, its element count
+  // the input's and its origin 0 (CheckAt); its result is the member's entry
+  // of `results_`, written and checked in the completion.
   struct Posted {
     SimTensor in;
-    SimTensor out;
     TraceEvent event;
-    ReductionChecker* checker = nullptr;
-    ReductionCheck check{};
+    ReductionChecker* checker = nullptr;  // null: not checked
+    uint64_t instance = 0;
+    uint64_t group_key = 0;
+    std::span<const int> expected;
     std::shared_ptr<const std::vector<int>> expected_owner;
+
+    ReductionCheck CheckAt(int64_t at_ns) const {
+      return ReductionCheck{event.rank, event.site, instance, expected, group_key,
+                            in.elems,   0,          at_ns};
+    }
   };
   struct Call {
     bool posted = false;
@@ -120,15 +131,16 @@ class SimComm : public Waitable {
     int64_t value = 0;
     int64_t arrival_ns = 0;
     const std::vector<int64_t>* counts = nullptr;  // reduce-scatter / gather rows
-    bool ahead =
-        false;  // a run-ahead call (in and out are the holder's); else the member waits in it
-    // What a run-ahead call holds; kept with the slot's call for the posts
-    // that reuse it (null until the first).
-    std::unique_ptr<Posted> holder;
+    // A run-ahead call: `in` is its Posted's and `out` the member's entry of
+    // `results_`; else the member waits in it.
+    bool ahead = false;
   };
   // Every member's call of one sequence number.
   struct Slot {
     std::vector<Call> calls;
+    // What the members' run-ahead calls hold, by member: sized at the
+    // slot's first post and kept for the posts that reuse the slot.
+    std::vector<Posted> held;
     int posted = 0;
   };
   // The slot of sequence `seq` (the ring grows to hold every sequence from
@@ -176,9 +188,9 @@ class SimComm : public Waitable {
   // The first run-ahead member of `calls` when every run-ahead member's
   // check is the same (one check then stands for all, and only that
   // member's result is made); -1 when there is none or they differ.
-  int SoleCheckOf(const std::vector<Call>& calls) const;
+  int SoleCheckOf(const Slot& slot) const;
   // The checks and trace events of the run-ahead calls of a completed slot.
-  void FinishRunAhead(std::vector<Call>& calls, int64_t done, int sole);
+  void FinishRunAhead(Slot& slot, int64_t done, int sole);
 
   SimContext& ctx_;
   std::string name_;
@@ -189,6 +201,10 @@ class SimComm : public Waitable {
   std::vector<Slot> ring_;
   uint64_t completed_ = 0;          // the oldest sequence not completed
   Posted* just_posted_ = nullptr;   // Post's, until FinishPost
+  // Per member, the result of its run-ahead call in the completion that
+  // writes and checks it (calls complete one at a time): one per member, not
+  // one per posted call. Sized at the first post.
+  std::vector<SimTensor> results_;
   std::vector<uint64_t> next_seq_;  // per member
   std::vector<int64_t> gathered_;
   // Per member, what its last all-gather returned: one vector shared by every

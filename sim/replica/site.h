@@ -51,6 +51,8 @@ struct SiteRef {
   uint8_t part = 0;  // which reduction of a multi-group plan
   CallPhase phase = CallPhase::kEager;
 
+  friend bool operator==(const SiteRef&, const SiteRef&) = default;
+
   // "step 0 layer 3 moe" style; "(capture)" or "(replay)" appended for a
   // graph's call. A capture runs before step 0 and is numbered step -1.
   std::string ToString() const;
