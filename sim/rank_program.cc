@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "absl/base/attributes.h"
 #include "absl/functional/function_ref.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -415,14 +416,15 @@ class SimHost {
   // The backend `object`'s call is posted to in a run-ahead run, or null: no
   // NCCL backend, or no streams. A rank's posted calls are on one
   // communicator at a time (they then complete in its order), and at most
-  // kMaxPosted of them: it drains first otherwise.
+  // SimContext::Stream::kMaxPending of them: it drains first otherwise.
   SimNcclBackend* PostTarget(int object) {
     if (ctx_.streams.empty()) return nullptr;
     auto* nccl =
         static_cast<SimNcclBackend*>(rt_.wiring.groups[static_cast<size_t>(object)].nccl.get());
     if (nccl == nullptr) return nullptr;
     const SimContext::Stream& stream = ctx_.streams[static_cast<size_t>(rank_)];
-    if ((stream.pending > 0 && stream.comm != nccl->comm()) || stream.pending >= kMaxPosted) {
+    if ((stream.pending > 0 && stream.comm != nccl->comm()) ||
+        stream.pending >= SimContext::Stream::kMaxPending) {
       if (!Drain()) return nullptr;
     }
     return nccl;
@@ -645,8 +647,8 @@ class SimHost {
 
   // A capture: decides as the graph-tracing frontend does, records, runs
   // nothing (decode_cuda_graph_runner.py: the kernels only run at replay).
-  bool Capture(const SiteRef& site, GroupRole role, const TensorDesc& desc,
-               const CallContext& context) {
+  ABSL_ATTRIBUTE_NOINLINE bool Capture(const SiteRef& site, GroupRole role, const TensorDesc& desc,
+                                       const CallContext& context) {
     if (ctx_.stopped()) return false;
     const int object = ctx_.layout.ObjectIndex(role);
     GroupCoordinator& coordinator = rt_.wiring.coordinator(object);
@@ -696,7 +698,7 @@ class SimHost {
   }
 
   // A replay: the graph's next call, as captured, on this replay's data.
-  bool Replay(const SiteRef& site, SimTensor& data) {
+  ABSL_ATTRIBUTE_NOINLINE bool Replay(const SiteRef& site, SimTensor& data) {
     ctx_.scheduler.Yield();  // a communicator call is a scheduling point
     if (ctx_.stopped()) return false;
     if (graph_ == nullptr || next_ >= graph_->calls.size()) {
@@ -745,10 +747,6 @@ class SimHost {
     }
     return !ctx_.stopped();
   }
-
-  // Posted calls a rank may have outstanding before it waits for them (a
-  // host's stream is not endless either; each holds its input and check).
-  static constexpr int32_t kMaxPosted = 8;
 
   SimRun& run_;
   SimContext& ctx_;

@@ -5,6 +5,7 @@
 #include <span>
 #include <type_traits>
 
+#include "absl/base/attributes.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "dispatch/stable_hash.h"
@@ -486,6 +487,81 @@ bool ReductionChecker::CheckSame(SimContext& ctx, const ReductionCheck& c, const
   return true;
 }
 
+namespace {
+
+// The findings of ReductionChecker::Check, out of its frame.
+ABSL_ATTRIBUTE_NOINLINE void ReportGap(SimContext& ctx, const ReductionCheck& c,
+                                       const SimTensor& tensor) {
+  ctx.Report(Finding{Verdict::kMismatch,
+                     absl::StrFormat("rank %d %s: output has elements no reduction wrote "
+                                     "(first at %d)",
+                                     c.rank, c.site.ToString(), tensor.runs.FirstGap(0, c.elems)),
+                     {{"site", c.site.ToString()}, {"rank", c.rank}},
+                     c.rank,
+                     Now(ctx, c),
+                     Detector::kCoverage});
+}
+
+ABSL_ATTRIBUTE_NOINLINE void ReportShifted(SimContext& ctx, const ReductionCheck& c,
+                                           const Run& run) {
+  const SimValue& v = run.value;
+  std::string why = "ranks disagreed on the message layout";
+  nlohmann::json details = {
+      {"site", c.site.ToString()}, {"rank", c.rank}, {"elements", {run.begin, run.end}}};
+  if (ctx.exact) {
+    nlohmann::json who = ExplainContributors(ctx, v, c.expected, c.instance);
+    if (!who["stale"].empty()) {
+      why = absl::StrFormat(
+          "stale ranks %s: an earlier call's data, left in the buffer, read as this call's",
+          RankRanges(who["stale"].get<std::vector<int>>()));
+    }
+    details["contributors"] = std::move(who);
+  } else {
+    ctx.needs_exact_rerun = true;
+  }
+  ctx.Report(Finding{Verdict::kMismatch,
+                     absl::StrFormat("rank %d %s: elements [%d,%d) hold data written for other "
+                                     "offsets: %s",
+                                     c.rank, c.site.ToString(), run.begin, run.end, why),
+                     std::move(details), c.rank, Now(ctx, c), Detector::kMessageLayout});
+}
+
+ABSL_ATTRIBUTE_NOINLINE void ReportWrongPeers(SimContext& ctx, const ReductionCheck& c,
+                                              const SimValue& v) {
+  nlohmann::json details = {{"site", c.site.ToString()},
+                            {"rank", c.rank},
+                            {"instance", c.instance},
+                            {"expected", c.expected},
+                            {"contributions", v.count}};
+  std::string who;
+  if (ctx.exact) {
+    details["contributors"] = ExplainContributors(ctx, v, c.expected, c.instance);
+    who = ContributorSummary(details["contributors"]);
+  } else {
+    ctx.needs_exact_rerun = true;
+  }
+  ctx.Report(Finding{Verdict::kWrongPeer,
+                     absl::StrFormat("rank %d %s: reduced %d contributions, expected ranks %s "
+                                     "once each%s%s",
+                                     c.rank, c.site.ToString(), v.count, RankRanges(c.expected),
+                                     who.empty() ? "" : ": ", who),
+                     details, c.rank, Now(ctx, c), Detector::kContributors});
+}
+
+ABSL_ATTRIBUTE_NOINLINE void ReportBitwiseDivergence(SimContext& ctx, const ReductionCheck& c,
+                                                     int other_rank) {
+  ctx.Report(Finding{Verdict::kDivergence,
+                     absl::StrFormat("rank %d %s: result differs bitwise from rank %d's, though "
+                                     "both reduced ranks %s",
+                                     c.rank, c.site.ToString(), other_rank, RankRanges(c.expected)),
+                     {{"site", c.site.ToString()}, {"rank", c.rank}, {"other_rank", other_rank}},
+                     c.rank,
+                     Now(ctx, c),
+                     Detector::kBitwiseAgreement});
+}
+
+}  // namespace
+
 bool ReductionChecker::Check(SimContext& ctx, const ReductionCheck& c, const SimTensor& tensor) {
   // Every member of the group checks the same (instance, group): the expected
   // fingerprint is computed once, by the first, and dropped after the last.
@@ -517,15 +593,10 @@ bool ReductionChecker::Check(SimContext& ctx, const ReductionCheck& c, const Sim
   const uint64_t expected_sum = agreement.expected_sum;
   const auto expected_count = static_cast<uint32_t>(c.expected.size());
 
+  // (The findings are made out of line: this runs in every rank-call, on a
+  // fiber's stack, and their strings and JSON made its frame 720 bytes.)
   if (!tensor.runs.Covered(0, c.elems)) {
-    ctx.Report(Finding{Verdict::kMismatch,
-                       absl::StrFormat("rank %d %s: output has elements no reduction wrote "
-                                       "(first at %d)",
-                                       c.rank, c.site.ToString(), tensor.runs.FirstGap(0, c.elems)),
-                       {{"site", c.site.ToString()}, {"rank", c.rank}},
-                       c.rank,
-                       Now(ctx, c),
-                       Detector::kCoverage});
+    ReportGap(ctx, c, tensor);
     return false;
   }
   for (const Run& run : tensor.runs.runs()) {
@@ -535,154 +606,15 @@ bool ReductionChecker::Check(SimContext& ctx, const ReductionCheck& c, const Sim
       // Data at other offsets: ranks laid the message out differently, or an
       // earlier call's data (another instance) was left in the buffer and
       // read as this call's. The exact rerun tells which.
-      std::string why = "ranks disagreed on the message layout";
-      nlohmann::json details = {
-          {"site", c.site.ToString()}, {"rank", c.rank}, {"elements", {run.begin, run.end}}};
-      if (ctx.exact) {
-        nlohmann::json who = ExplainContributors(ctx, v, c.expected, c.instance);
-        if (!who["stale"].empty()) {
-          why = absl::StrFormat(
-              "stale ranks %s: an earlier call's data, left in the buffer, read as this call's",
-              RankRanges(who["stale"].get<std::vector<int>>()));
-        }
-        details["contributors"] = std::move(who);
-      } else {
-        ctx.needs_exact_rerun = true;
-      }
-      ctx.Report(Finding{Verdict::kMismatch,
-                         absl::StrFormat("rank %d %s: elements [%d,%d) hold data written for other "
-                                         "offsets: %s",
-                                         c.rank, c.site.ToString(), run.begin, run.end, why),
-                         std::move(details), c.rank, Now(ctx, c), Detector::kMessageLayout});
+      ReportShifted(ctx, c, run);
       return false;
     }
     if (v.key_sum != expected_sum || v.count != expected_count) {
-      nlohmann::json details = {{"site", c.site.ToString()},
-                                {"rank", c.rank},
-                                {"instance", c.instance},
-                                {"expected", c.expected},
-                                {"contributions", v.count}};
-      std::string who;
-      if (ctx.exact) {
-        details["contributors"] = ExplainContributors(ctx, v, c.expected, c.instance);
-        who = ContributorSummary(details["contributors"]);
-      } else {
-        ctx.needs_exact_rerun = true;
-      }
-      ctx.Report(Finding{Verdict::kWrongPeer,
-                         absl::StrFormat("rank %d %s: reduced %d contributions, expected ranks %s "
-                                         "once each%s%s",
-                                         c.rank, c.site.ToString(), v.count, RankRanges(c.expected),
-                                         who.empty() ? "" : ": ", who),
-                         details, c.rank, Now(ctx, c), Detector::kContributors});
+      ReportWrongPeers(ctx, c, v);
       return false;
     }
   }
-
-  if (ctx.numeric_mode) {
-    // Against a double-precision reference: |out - ref| <= n * eps * sum|x| + tiny,
-    // on the kept elements (all of them, but in sampled mode).
-    const NumericSampler& sampler = ctx.sampler;
-    const double eps = ctx.elem == protocol::Elem::kFp32   ? 1.2e-7
-                       : ctx.elem == protocol::Elem::kBf16 ? 7.9e-3
-                                                           : 9.8e-4;
-    // The reference is the same for every member that checks this slice:
-    // the first computes it (regenerating every contribution), the others
-    // reuse it, so a call costs its group one pass over the inputs, not one
-    // per member. Entry k is the kept contribution element of rank
-    // Rank(origin) + k.
-    auto cached = std::find_if(
-        agreement.references.begin(), agreement.references.end(),
-        [&](const NumericReference& r) { return r.origin == c.origin && r.elems == c.elems; });
-    if (cached == agreement.references.end()) {
-      NumericReference computed;
-      computed.origin = c.origin;
-      computed.elems = c.elems;
-      computed.sum.assign(static_cast<size_t>(sampler.Count(c.origin, c.origin + c.elems)), 0.0);
-      computed.magnitude.assign(computed.sum.size(), 0.0);
-      for (int r : c.expected) {
-        const auto injected = ctx.injected_inputs.find({r, c.instance});
-        const InputInjection in_injected =
-            injected == ctx.injected_inputs.end() ? InputInjection{} : injected->second;
-        // The contribution's elements [origin, origin + elems): a slice of a
-        // larger input when the checked tensor is (a reduce-scatter's rows).
-        // The rank's own input array when it is the same one (its latest,
-        // of this length or, with nothing injected, a longer one: the
-        // injected elements' places depend on the length); else regenerated.
-        const SimContext::LatestInput& latest = ctx.latest_inputs[static_cast<size_t>(r)];
-        const int64_t needed = c.origin + c.elems;
-        const bool reuse = latest.instance == c.instance && latest.bits != nullptr &&
-                           (latest.elems == needed ||
-                            (injected == ctx.injected_inputs.end() && latest.elems > needed));
-        std::vector<uint32_t> regenerated;
-        if (!reuse) regenerated = NumericInput(ctx, r, c.instance, needed, in_injected);
-        const uint32_t* in =
-            (reuse ? latest.bits->bits : regenerated).data() + sampler.Rank(c.origin);
-        AddToReference(BestElementIsa(), ctx.elem, in, computed.sum.size(), computed.sum.data(),
-                       computed.magnitude.data());
-      }
-      agreement.references.push_back(std::move(computed));
-      cached = agreement.references.end() - 1;
-    }
-    const std::vector<double>& ref = cached->sum;
-    const std::vector<double>& mag = cached->magnitude;
-    const double n_eps = static_cast<double>(c.expected.size()) * eps;
-    const int64_t origin_rank = sampler.Rank(c.origin);
-    for (const Run& run : tensor.runs.runs()) {
-      if (run.value.numeric == nullptr) continue;
-      const int64_t end = std::min(run.end, c.elems);
-      if (run.begin >= end) continue;
-      // The run's elements are contribution elements [at, at + n); the
-      // reference's are [origin + begin, ...). Apart (which layouts that
-      // agree never make), they are compared place by place, as the kernels'
-      // consumer reads them; sampled data has nothing to compare there
-      // unless both keep the same places.
-      const int64_t at = run.src - run.value.numeric_base;
-      if (!sampler.Aligned(at - (c.origin + run.begin))) {
-        ctx.Report(Finding{
-            Verdict::kMismatch,
-            absl::StrFormat("rank %d %s: elements [%d,%d) hold contribution "
-                            "elements from %d on, not %d: data written for other "
-                            "offsets",
-                            c.rank, c.site.ToString(), run.begin, end, at, c.origin + run.begin),
-            {{"site", c.site.ToString()}, {"rank", c.rank}, {"elements", {run.begin, end}}},
-            c.rank,
-            Now(ctx, c),
-            Detector::kMessageLayout});
-        return false;
-      }
-      const uint32_t* bits = KeptBits(ctx, run.value, run.src);
-      const int64_t k0 = sampler.Rank(c.origin + run.begin) - origin_rank;  // reference entry
-      const int64_t n = sampler.Count(c.origin + run.begin, c.origin + end);
-      // One pass without an exit (it vectorises), then the first element
-      // out of tolerance, if any, is looked for.
-      const int64_t outside = CountOutside(BestElementIsa(), ctx.elem, bits, n, ref.data() + k0,
-                                           mag.data() + k0, n_eps);
-      if (outside == 0) continue;
-      for (int64_t k = 0; k < n; ++k) {
-        const double got = static_cast<double>(protocol::ToFloat(bits[k], ctx.elem));
-        const auto i = static_cast<size_t>(k0 + k);
-        const double want = ref[i];
-        const double tol = n_eps * mag[i] + 1e-30;
-        if (!(std::fabs(got - want) <= tol)) {
-          const int64_t e = sampler.Unrank(origin_rank + k0 + k) - c.origin;
-          ctx.Report(Finding{Verdict::kDivergence,
-                             absl::StrFormat("rank %d %s: element %d = %.8g, reference %.8g "
-                                             "(tolerance %.3g)",
-                                             c.rank, c.site.ToString(), e, got, want, tol),
-                             {{"site", c.site.ToString()},
-                              {"rank", c.rank},
-                              {"element", e},
-                              {"got", got},
-                              {"reference", want}},
-                             c.rank,
-                             Now(ctx, c),
-                             Detector::kNumericTolerance});
-          return false;
-        }
-      }
-    }
-  }
+  if (ctx.numeric_mode && !CheckNumeric(ctx, c, tensor, agreement)) return false;
 
   const uint64_t digest = OutputDigest(ctx, tensor);
   auto first = std::find_if(agreement.firsts.begin(), agreement.firsts.end(),
@@ -690,20 +622,122 @@ bool ReductionChecker::Check(SimContext& ctx, const ReductionCheck& c, const Sim
   if (first == agreement.firsts.end()) {
     agreement.firsts.push_back({c.origin, digest, c.rank});
   } else if (first->digest != digest) {
-    ctx.Report(
-        Finding{Verdict::kDivergence,
-                absl::StrFormat("rank %d %s: result differs bitwise from rank %d's, though "
-                                "both reduced ranks %s",
-                                c.rank, c.site.ToString(), first->rank, RankRanges(c.expected)),
-                {{"site", c.site.ToString()}, {"rank", c.rank}, {"other_rank", first->rank}},
-                c.rank,
-                Now(ctx, c),
-                Detector::kBitwiseAgreement});
+    ReportBitwiseDivergence(ctx, c, first->rank);
     return false;
   }
   if (++agreement.checked == c.expected.size()) {
     free_.push_back(index);
     open_.Erase(key);
+  }
+  return true;
+}
+
+// Out of Check's frame, as the findings are.
+ABSL_ATTRIBUTE_NOINLINE bool ReductionChecker::CheckNumeric(SimContext& ctx,
+                                                            const ReductionCheck& c,
+                                                            const SimTensor& tensor,
+                                                            Agreement& agreement) {
+  // Against a double-precision reference: |out - ref| <= n * eps * sum|x| + tiny,
+  // on the kept elements (all of them, but in sampled mode).
+  const NumericSampler& sampler = ctx.sampler;
+  const double eps = ctx.elem == protocol::Elem::kFp32   ? 1.2e-7
+                     : ctx.elem == protocol::Elem::kBf16 ? 7.9e-3
+                                                         : 9.8e-4;
+  // The reference is the same for every member that checks this slice:
+  // the first computes it (regenerating every contribution), the others
+  // reuse it, so a call costs its group one pass over the inputs, not one
+  // per member. Entry k is the kept contribution element of rank
+  // Rank(origin) + k.
+  auto cached = std::find_if(
+      agreement.references.begin(), agreement.references.end(),
+      [&](const NumericReference& r) { return r.origin == c.origin && r.elems == c.elems; });
+  if (cached == agreement.references.end()) {
+    NumericReference computed;
+    computed.origin = c.origin;
+    computed.elems = c.elems;
+    computed.sum.assign(static_cast<size_t>(sampler.Count(c.origin, c.origin + c.elems)), 0.0);
+    computed.magnitude.assign(computed.sum.size(), 0.0);
+    for (int r : c.expected) {
+      const auto injected = ctx.injected_inputs.find({r, c.instance});
+      const InputInjection in_injected =
+          injected == ctx.injected_inputs.end() ? InputInjection{} : injected->second;
+      // The contribution's elements [origin, origin + elems): a slice of a
+      // larger input when the checked tensor is (a reduce-scatter's rows).
+      // The rank's own input array when it is the same one (its latest,
+      // of this length or, with nothing injected, a longer one: the
+      // injected elements' places depend on the length); else regenerated.
+      const SimContext::LatestInput& latest = ctx.latest_inputs[static_cast<size_t>(r)];
+      const int64_t needed = c.origin + c.elems;
+      const bool reuse = latest.instance == c.instance && latest.bits != nullptr &&
+                         (latest.elems == needed ||
+                          (injected == ctx.injected_inputs.end() && latest.elems > needed));
+      std::vector<uint32_t> regenerated;
+      if (!reuse) regenerated = NumericInput(ctx, r, c.instance, needed, in_injected);
+      const uint32_t* in =
+          (reuse ? latest.bits->bits : regenerated).data() + sampler.Rank(c.origin);
+      AddToReference(BestElementIsa(), ctx.elem, in, computed.sum.size(), computed.sum.data(),
+                     computed.magnitude.data());
+    }
+    agreement.references.push_back(std::move(computed));
+    cached = agreement.references.end() - 1;
+  }
+  const std::vector<double>& ref = cached->sum;
+  const std::vector<double>& mag = cached->magnitude;
+  const double n_eps = static_cast<double>(c.expected.size()) * eps;
+  const int64_t origin_rank = sampler.Rank(c.origin);
+  for (const Run& run : tensor.runs.runs()) {
+    if (run.value.numeric == nullptr) continue;
+    const int64_t end = std::min(run.end, c.elems);
+    if (run.begin >= end) continue;
+    // The run's elements are contribution elements [at, at + n); the
+    // reference's are [origin + begin, ...). Apart (which layouts that
+    // agree never make), they are compared place by place, as the kernels'
+    // consumer reads them; sampled data has nothing to compare there
+    // unless both keep the same places.
+    const int64_t at = run.src - run.value.numeric_base;
+    if (!sampler.Aligned(at - (c.origin + run.begin))) {
+      ctx.Report(Finding{
+          Verdict::kMismatch,
+          absl::StrFormat("rank %d %s: elements [%d,%d) hold contribution "
+                          "elements from %d on, not %d: data written for other "
+                          "offsets",
+                          c.rank, c.site.ToString(), run.begin, end, at, c.origin + run.begin),
+          {{"site", c.site.ToString()}, {"rank", c.rank}, {"elements", {run.begin, end}}},
+          c.rank,
+          Now(ctx, c),
+          Detector::kMessageLayout});
+      return false;
+    }
+    const uint32_t* bits = KeptBits(ctx, run.value, run.src);
+    const int64_t k0 = sampler.Rank(c.origin + run.begin) - origin_rank;  // reference entry
+    const int64_t n = sampler.Count(c.origin + run.begin, c.origin + end);
+    // One pass without an exit (it vectorises), then the first element
+    // out of tolerance, if any, is looked for.
+    const int64_t outside =
+        CountOutside(BestElementIsa(), ctx.elem, bits, n, ref.data() + k0, mag.data() + k0, n_eps);
+    if (outside == 0) continue;
+    for (int64_t k = 0; k < n; ++k) {
+      const double got = static_cast<double>(protocol::ToFloat(bits[k], ctx.elem));
+      const auto i = static_cast<size_t>(k0 + k);
+      const double want = ref[i];
+      const double tol = n_eps * mag[i] + 1e-30;
+      if (!(std::fabs(got - want) <= tol)) {
+        const int64_t e = sampler.Unrank(origin_rank + k0 + k) - c.origin;
+        ctx.Report(Finding{Verdict::kDivergence,
+                           absl::StrFormat("rank %d %s: element %d = %.8g, reference %.8g "
+                                           "(tolerance %.3g)",
+                                           c.rank, c.site.ToString(), e, got, want, tol),
+                           {{"site", c.site.ToString()},
+                            {"rank", c.rank},
+                            {"element", e},
+                            {"got", got},
+                            {"reference", want}},
+                           c.rank,
+                           Now(ctx, c),
+                           Detector::kNumericTolerance});
+        return false;
+      }
+    }
   }
   return true;
 }

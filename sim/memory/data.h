@@ -211,6 +211,10 @@ class ReductionChecker {
   std::vector<Agreement> pool_;
   std::vector<uint32_t> free_;
   uint64_t OutputDigest(const SimContext& ctx, const SimTensor& tensor) const;
+  // Numeric mode: `tensor`'s kept elements against the double-precision
+  // reference, within tolerance. False: a finding was reported.
+  bool CheckNumeric(SimContext& ctx, const ReductionCheck& c, const SimTensor& tensor,
+                    Agreement& agreement);
 };
 
 // "0-2,4-7" for a sorted rank list.

@@ -59,18 +59,19 @@ std::optional<int64_t> SimComm::TakeExpiry(int member) {
 int SimComm::MemberOf(int rank) const { return index_.Find(rank); }
 
 void SimComm::GrowRing(uint64_t seq) {
-  while (seq - completed_ >= ring_.size()) {
-    // Each outstanding sequence keeps its slot's contents at its new place
-    // (the size stays a power of two: a slot is found by a mask).
-    std::vector<Slot> grown(ring_.size() * 2);
-    for (uint64_t k = completed_; k < completed_ + ring_.size(); ++k) {
-      grown[k & (grown.size() - 1)] = std::move(ring_[k & (ring_.size() - 1)]);
-    }
-    for (Slot& slot : grown) {
-      if (slot.calls.empty()) slot.calls.resize(ranks_.size());
-    }
-    ring_ = std::move(grown);
+  // One new ring of the size `seq` needs (a power of two: a slot is found by
+  // a mask); each outstanding sequence keeps its slot's contents at its new
+  // place.
+  size_t size = ring_.size();
+  while (seq - completed_ >= size) size *= 2;
+  std::vector<Slot> grown(size);
+  for (uint64_t k = completed_; k < completed_ + ring_.size(); ++k) {
+    grown[k & (size - 1)] = std::move(ring_[k & (ring_.size() - 1)]);
   }
+  for (Slot& slot : grown) {
+    if (slot.calls.empty()) slot.calls.resize(ranks_.size());
+  }
+  ring_ = std::move(grown);
 }
 
 int64_t SimComm::ArrivalOf(const Call& call, size_t member) const {
@@ -108,12 +109,20 @@ void SimComm::Arrive(int member, Call&& call) {
 void SimComm::Post(int member, DType dtype, SimTensor in) {
   assert(!ctx_.streams.empty() && !ctx_.scheduler.shutting_down());
   const auto m = static_cast<size_t>(member);
+  if (results_.empty()) {
+    // The communicator's first post: the ring takes at once every sequence
+    // a member's posted calls may reach (each is fewer than kMaxPending past
+    // the oldest incomplete one), rather than doubling up to it.
+    results_.resize(ranks_.size());
+    if (ring_.size() < SimContext::Stream::kMaxPending) {
+      GrowRing(completed_ + SimContext::Stream::kMaxPending - 1);
+    }
+  }
   uint64_t seq = 0;
   Call& call = Place(member, &seq);
   call.ahead = true;
   Slot& slot = ring_[seq & (ring_.size() - 1)];
   if (slot.held.empty()) slot.held.resize(ranks_.size());
-  if (results_.empty()) results_.resize(ranks_.size());
   Posted& p = slot.held[m];
   just_posted_ = &p;
   p.in = std::move(in);
@@ -168,24 +177,7 @@ bool SimComm::Complete(Slot& slot, uint64_t seq) {
   const CollectiveContract& first = calls.front().contract;
   for (size_t m = 1; m < calls.size(); ++m) {
     if (calls[m].contract == first) continue;
-    nlohmann::json list = nlohmann::json::array();
-    for (size_t k = 0; k < calls.size(); ++k) {
-      const CollectiveContract& c = calls[k].contract;
-      list.push_back({{"rank", ranks_[k]},
-                      {"op", std::string(CollectiveOpName(c.op))},
-                      {"count", c.count},
-                      {"dtype", std::string(DTypeName(c.dtype))}});
-    }
-    ctx_.Report(Finding{
-        Verdict::kMismatch,
-        absl::StrFormat("NCCL %s call %d: rank %d posted %s of %d %s, rank %d posted %s of %d %s",
-                        name_, seq, ranks_[0], CollectiveOpName(first.op), first.count,
-                        DTypeName(first.dtype), ranks_[m], CollectiveOpName(calls[m].contract.op),
-                        calls[m].contract.count, DTypeName(calls[m].contract.dtype)),
-        {{"communicator", name_}, {"seq", seq}, {"calls", list}},
-        ranks_[m],
-        ArrivalOf(calls[m], m),
-        Detector::kCollectiveContract});
+    ReportContractMismatch(calls, seq, m);
     return false;
   }
   int64_t start = 0;
@@ -213,35 +205,85 @@ bool SimComm::Complete(Slot& slot, uint64_t seq) {
   const int64_t done = start + ctx_.hardware.RingAllReduceNs(ranks_.size(), worst_hop_, bytes);
   const int sole = SoleCheckOf(slot);
 
-  if (first.op == CollectiveOp::kAllReduce) {
-    if (AllReduceWholeInputs(calls, first.count, done, sole)) {
-      // (Summed without chunks; see AllReduceWholeInputs.)
+  if (first.op != CollectiveOp::kAllReduce ||
+      !AllReduceWholeInputs(calls, first.count, done, sole)) {
+    WriteResults(calls, done);
+  }
+  FinishRunAhead(slot, done, sole);
+  for (size_t m = 0; m < calls.size(); ++m) {
+    Call& c = calls[m];
+    c.posted = false;
+    if (c.ahead) {
+      // The rank went on without waiting: what the call kept it waiting is
+      // added to its stream's lag, and a rank draining its stream wakes when
+      // this was its last call.
+      SimContext::Stream& stream = ctx_.streams[static_cast<size_t>(ranks_[m])];
+      stream.lag_ns += done - ArrivalOf(c, m);
+      std::shared_ptr<const std::vector<int>>& owner = slot.held[m].expected_owner;
+      if (owner != nullptr) owner.reset();
+      if (--stream.pending == 0 && stream.draining) ctx_.scheduler.Wake(ranks_[m]);
+      continue;
+    }
+    if (static_cast<int>(m) == expired) {
+      ctx_.AdvanceTo(ranks_[m], deadline);
+      expired_at_[m] = deadline;
     } else {
-      Accumulator acc;
-      // NCCL adds in the element type, in one fixed order for every member.
-      SimChunk chunk;
+      ctx_.AdvanceTo(ranks_[m], done);
+    }
+    ctx_.scheduler.Wake(ranks_[m]);
+  }
+  return true;
+}
+
+void SimComm::ReportContractMismatch(const std::vector<Call>& calls, uint64_t seq, size_t m) {
+  const CollectiveContract& first = calls.front().contract;
+  nlohmann::json list = nlohmann::json::array();
+  for (size_t k = 0; k < calls.size(); ++k) {
+    const CollectiveContract& c = calls[k].contract;
+    list.push_back({{"rank", ranks_[k]},
+                    {"op", std::string(CollectiveOpName(c.op))},
+                    {"count", c.count},
+                    {"dtype", std::string(DTypeName(c.dtype))}});
+  }
+  ctx_.Report(Finding{
+      Verdict::kMismatch,
+      absl::StrFormat("NCCL %s call %d: rank %d posted %s of %d %s, rank %d posted %s of %d %s",
+                      name_, seq, ranks_[0], CollectiveOpName(first.op), first.count,
+                      DTypeName(first.dtype), ranks_[m], CollectiveOpName(calls[m].contract.op),
+                      calls[m].contract.count, DTypeName(calls[m].contract.dtype)),
+      {{"communicator", name_}, {"seq", seq}, {"calls", list}},
+      ranks_[m],
+      ArrivalOf(calls[m], m),
+      Detector::kCollectiveContract});
+}
+
+void SimComm::WriteResults(std::vector<Call>& calls, int64_t done) {
+  const CollectiveContract& first = calls.front().contract;
+  if (first.op == CollectiveOp::kAllReduce) {
+    Accumulator acc;
+    // NCCL adds in the element type, in one fixed order for every member.
+    SimChunk chunk;
+    for (const Call& c : calls) {
+      chunk.pieces.clear();
+      c.in->runs.Read(0, first.count, chunk);
+      AccumulatorAdd(ctx_, acc, chunk);
+    }
+    const SimChunk sum = AccumulatorFinish(ctx_, acc);
+    if (sum.pieces.size() > kSharedResultPieces) {
+      // A sum of many pieces (an all-reduce of gathered rows: a piece per
+      // group) is one list every member shares, as an all-gather's result:
+      // a copy per member would cost the group the square of its width.
+      RunList result;
+      WriteChunk(result, 0, sum, done, ranks_[0]);
       for (const Call& c : calls) {
-        chunk.pieces.clear();
-        c.in->runs.Read(0, first.count, chunk);
-        AccumulatorAdd(ctx_, acc, chunk);
+        c.out->runs = RunList::SharedWith(result);
+        c.out->elems = first.count;
       }
-      const SimChunk sum = AccumulatorFinish(ctx_, acc);
-      if (sum.pieces.size() > kSharedResultPieces) {
-        // A sum of many pieces (an all-reduce of gathered rows: a piece per
-        // group) is one list every member shares, as an all-gather's result:
-        // a copy per member would cost the group the square of its width.
-        RunList result;
-        WriteChunk(result, 0, sum, done, ranks_[0]);
-        for (const Call& c : calls) {
-          c.out->runs = RunList::SharedWith(result);
-          c.out->elems = first.count;
-        }
-      } else {
-        for (size_t m = 0; m < calls.size(); ++m) {
-          calls[m].out->runs.Reset();
-          calls[m].out->elems = first.count;
-          WriteChunk(calls[m].out->runs, 0, sum, done, ranks_[m]);
-        }
+    } else {
+      for (size_t m = 0; m < calls.size(); ++m) {
+        calls[m].out->runs.Reset();
+        calls[m].out->elems = first.count;
+        WriteChunk(calls[m].out->runs, 0, sum, done, ranks_[m]);
       }
     }
   } else if (first.op == CollectiveOp::kReduceScatter) {
@@ -306,30 +348,6 @@ bool SimComm::Complete(Slot& slot, uint64_t seq) {
     const auto shared = std::make_shared<const std::vector<int64_t>>(gathered_);
     for (auto& g : gathered_for_) g = shared;
   }
-  FinishRunAhead(slot, done, sole);
-  for (size_t m = 0; m < calls.size(); ++m) {
-    Call& c = calls[m];
-    c.posted = false;
-    if (c.ahead) {
-      // The rank went on without waiting: what the call kept it waiting is
-      // added to its stream's lag, and a rank draining its stream wakes when
-      // this was its last call.
-      SimContext::Stream& stream = ctx_.streams[static_cast<size_t>(ranks_[m])];
-      stream.lag_ns += done - ArrivalOf(c, m);
-      std::shared_ptr<const std::vector<int>>& owner = slot.held[m].expected_owner;
-      if (owner != nullptr) owner.reset();
-      if (--stream.pending == 0 && stream.draining) ctx_.scheduler.Wake(ranks_[m]);
-      continue;
-    }
-    if (static_cast<int>(m) == expired) {
-      ctx_.AdvanceTo(ranks_[m], deadline);
-      expired_at_[m] = deadline;
-    } else {
-      ctx_.AdvanceTo(ranks_[m], done);
-    }
-    ctx_.scheduler.Wake(ranks_[m]);
-  }
-  return true;
 }
 
 int SimComm::SoleCheckOf(const Slot& slot) const {
@@ -342,10 +360,10 @@ int SimComm::SoleCheckOf(const Slot& slot) const {
       first = &p;
       sole = static_cast<int>(m);
     }
-    // (Posted checks' origins are all 0.)
+    // (Their element counts agree: the contracts did. Their origins are 0.)
     if (p.checker == nullptr || p.checker != first->checker || p.instance != first->instance ||
         p.group_key != first->group_key || p.expected.data() != first->expected.data() ||
-        p.expected.size() != first->expected.size() || p.in.elems != first->in.elems) {
+        p.expected.size() != first->expected.size()) {
       return -1;
     }
   }

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/base/attributes.h"
 #include "absl/container/flat_hash_map.h"
 #include "dispatch/dtype.h"
 #include "sim/memory/data.h"
@@ -119,8 +120,8 @@ class SimComm : public Waitable {
     std::shared_ptr<const std::vector<int>> expected_owner;
 
     ReductionCheck CheckAt(int64_t at_ns) const {
-      return ReductionCheck{event.rank, event.site, instance, expected, group_key,
-                            in.elems,   0,          at_ns};
+      return ReductionCheck{event.rank, event.site, instance, expected,
+                            group_key,  in.elems,   0,        at_ns};
     }
   };
   struct Call {
@@ -174,6 +175,13 @@ class SimComm : public Waitable {
   // Completes sequence `seq`; false when it cannot (its contracts disagree,
   // or a run-ahead run must fall back to the interleaved model).
   bool Complete(Slot& slot, uint64_t seq);
+  // Out of Complete's frame (it runs on a fiber's stack in every call): the
+  // finding of members whose contracts disagree (member `m` is the first
+  // that differs from member 0), and every member's result of a collective
+  // AllReduceWholeInputs does not take.
+  ABSL_ATTRIBUTE_NOINLINE void ReportContractMismatch(const std::vector<Call>& calls, uint64_t seq,
+                                                      size_t m);
+  ABSL_ATTRIBUTE_NOINLINE void WriteResults(std::vector<Call>& calls, int64_t done);
   // A reduce-scatter of inputs that are each one run over the whole buffer:
   // summed once for the group, every share a slice. Returns false (nothing
   // done) for any other inputs.
@@ -199,8 +207,8 @@ class SimComm : public Waitable {
   // Slot k % size holds sequence k, from the oldest incomplete sequence on
   // (the size is a power of two).
   std::vector<Slot> ring_;
-  uint64_t completed_ = 0;          // the oldest sequence not completed
-  Posted* just_posted_ = nullptr;   // Post's, until FinishPost
+  uint64_t completed_ = 0;         // the oldest sequence not completed
+  Posted* just_posted_ = nullptr;  // Post's, until FinishPost
   // Per member, the result of its run-ahead call in the completion that
   // writes and checks it (calls complete one at a time): one per member, not
   // one per posted call. Sized at the first post.

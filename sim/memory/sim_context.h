@@ -120,6 +120,9 @@ struct SimContext {
   // One entry per rank; empty: every call is interleaved (faults, relaxed
   // memory, numeric data, or SimOptions::run_ahead off).
   struct Stream {
+    // Posted calls a rank may have outstanding before it waits for them (a
+    // host's stream is not endless either; each holds its input and check).
+    static constexpr int32_t kMaxPending = 8;
     SimComm* comm = nullptr;  // where its posted all-reduces are (one communicator at a time)
     int32_t pending = 0;      // posted and not completed
     bool draining = false;    // blocked until `pending` is 0
