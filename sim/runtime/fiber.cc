@@ -25,7 +25,9 @@
 #endif
 #else
 #include <boost/context/fiber.hpp>
-#include <boost/context/fixedsize_stack.hpp>
+#include <boost/context/stack_context.hpp>
+#include <cstdlib>
+#include <new>
 #endif
 
 namespace lockstep {
@@ -161,19 +163,33 @@ struct Fiber::Impl {
 namespace {
 thread_local Fiber::Impl* current = nullptr;
 
-// A stack allocator that remembers where the stack is (ASan needs it).
+constexpr size_t kPageBytes = 4096;
+
+// A stack allocator whose stacks end on a page boundary, and that remembers
+// where the stack is (ASan needs it). A stack grows down from its end, where
+// Boost writes the fiber's record when the fiber is made: a fiber whose
+// frames fit in the rest of that page touches no other page of its stack. A
+// stack from malloc ends anywhere in a page, and the same frames then span
+// two or three, each a page fault the first time a rank reaches it
+// (docs/PERFORMANCE.md, twenty-third session).
 struct RecordingStack {
-  ctx::fixedsize_stack inner;
+  size_t bytes;  // a multiple of kPageBytes
   Fiber::Impl* impl;
   ctx::stack_context allocate() {
-    ctx::stack_context sc = inner.allocate();
+    void* base = std::aligned_alloc(kPageBytes, bytes);
+    if (base == nullptr) throw std::bad_alloc();
+    ctx::stack_context sc;
+    sc.size = bytes;
+    sc.sp = static_cast<char*>(base) + bytes;
 #if defined(LOCKSTEP_ASAN_FCONTEXT)
-    impl->stack_bottom = static_cast<char*>(sc.sp) - sc.size;
-    impl->stack_bytes = sc.size;
+    impl->stack_bottom = base;
+    impl->stack_bytes = bytes;
 #endif
     return sc;
   }
-  void deallocate(ctx::stack_context& sc) noexcept { inner.deallocate(sc); }
+  void deallocate(ctx::stack_context& sc) noexcept {
+    std::free(static_cast<char*>(sc.sp) - sc.size);
+  }
 };
 }  // namespace
 
@@ -181,7 +197,8 @@ Fiber::Fiber(std::function<void()> body, size_t stack_bytes) : impl_(std::make_u
   Impl* impl = impl_.get();
   impl->body = std::move(body);
   impl->self = ctx::fiber(
-      std::allocator_arg, RecordingStack{ctx::fixedsize_stack(stack_bytes), impl},
+      std::allocator_arg,
+      RecordingStack{(stack_bytes + kPageBytes - 1) / kPageBytes * kPageBytes, impl},
       [impl](ctx::fiber&& caller) {
 #if defined(LOCKSTEP_ASAN_FCONTEXT)
         __sanitizer_finish_switch_fiber(nullptr, &impl->caller_stack_bottom,
