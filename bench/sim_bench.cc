@@ -9,10 +9,12 @@
 // each on its own core, with `explore --jobs 1` beside the bare run) and per
 // machine (`explore --jobs` on every core against OpenMPI on every core),
 // with how explore scales from one core to all; and how long a hang takes to
-// be reported once the last runnable rank blocks.
+// be reported once the last runnable rank blocks. Each row also counts the
+// page faults its timed part took (first touches of memory).
 
 #include <benchmark/benchmark.h>
 #include <malloc.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -75,6 +77,14 @@ int64_t ResidentBytes() {
   int64_t pages = 0, resident = 0;
   statm >> pages >> resident;
   return resident * sysconf(_SC_PAGESIZE);
+}
+
+// Minor page faults this thread has taken: the first touches of memory the
+// kernel had not yet given the process.
+int64_t MinorFaults() {
+  struct rusage usage {};
+  getrusage(RUSAGE_THREAD, &usage);
+  return usage.ru_minflt;
 }
 
 // The layout shapes the throughput rows measure.
@@ -141,6 +151,7 @@ Scenario ThroughputScenario(int world, bool fused, int steps, Shape shape = Shap
 // analysis. Seconds 0: the run did not set up or did not end clean.
 struct TimedRun {
   double seconds = 0;
+  int64_t page_faults = 0;  // minor page faults during the execution
   SimResult result;
 };
 TimedRun RunTimed(const Scenario& s, bool keep_decisions,
@@ -154,10 +165,12 @@ TimedRun RunTimed(const Scenario& s, bool keep_decisions,
   o.keep_decisions = keep_decisions;
   SimRun run(s, *layout, policy, o);
   if (!run.Setup().ok()) return out;
+  const int64_t faults = MinorFaults();
   const auto start = std::chrono::steady_clock::now();
   run.Execute();
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  out.page_faults = MinorFaults() - faults;
   if (after_execute) after_execute();
   out.result = run.Analyze();
   if (out.result.verdict == Verdict::kClean) out.seconds = seconds;
@@ -171,7 +184,7 @@ TimedRun RunTimed(const Scenario& s, bool keep_decisions,
 // per rank (fiber stacks apart).
 double SimRankCallsPerSecond(int world, bool fused, int steps, uint64_t* calls_out,
                              Shape shape = Shape::kPipeline, int64_t* bytes_per_rank = nullptr,
-                             int64_t* peak_heap_per_rank = nullptr) {
+                             int64_t* peak_heap_per_rank = nullptr, int64_t* page_faults = nullptr) {
   const Scenario s = ThroughputScenario(world, fused, steps, shape);
   const int64_t before = ResidentBytes();
   const int64_t heap_before = heap_live.load();
@@ -181,6 +194,7 @@ double SimRankCallsPerSecond(int world, bool fused, int steps, uint64_t* calls_o
     if (bytes_per_rank != nullptr) *bytes_per_rank = (ResidentBytes() - before) / world;
   });
   if (peak_heap_per_rank != nullptr) *peak_heap_per_rank = (heap_peak.load() - heap_before) / world;
+  if (page_faults != nullptr) *page_faults = t.page_faults;
   if (t.seconds == 0) return 0;
   *calls_out = t.result.rank_calls;
   return static_cast<double>(t.result.rank_calls) / t.seconds;
@@ -191,10 +205,10 @@ double SimRankCallsPerSecond(int world, bool fused, int steps, uint64_t* calls_o
 void RunThroughputRow(benchmark::State& state, int world, bool fused, int steps, Shape shape) {
   uint64_t calls = 0;
   double rate = 0;
-  int64_t bytes_per_rank = 0, peak_heap_per_rank = 0;
+  int64_t bytes_per_rank = 0, peak_heap_per_rank = 0, page_faults = 0;
   for (auto _ : state) {
     rate = SimRankCallsPerSecond(world, fused, steps, &calls, shape, &bytes_per_rank,
-                                 &peak_heap_per_rank);
+                                 &peak_heap_per_rank, &page_faults);
   }
   if (rate == 0) {
     state.SkipWithError("the throughput scenario did not end clean");
@@ -204,6 +218,11 @@ void RunThroughputRow(benchmark::State& state, int world, bool fused, int steps,
   state.counters["ns_per_rank_call"] = 1e9 / rate;
   state.counters["kib_per_rank"] = static_cast<double>(bytes_per_rank) / 1024.0;
   state.counters["peak_heap_kib_per_rank"] = static_cast<double>(peak_heap_per_rank) / 1024.0;
+  // First touches of memory in the timed part (fiber stacks, rings, buffers),
+  // per thousand rank-calls: each is a trip through the kernel, microseconds
+  // on a virtual machine.
+  state.counters["page_faults_per_k_rank_calls"] =
+      calls == 0 ? 0.0 : static_cast<double>(page_faults) * 1000.0 / static_cast<double>(calls);
   state.SetLabel(std::string(fused ? "fused one-shot protocol" : "nccl") + ", " +
                  ShapeLabel(shape));
   state.SetItemsProcessed(static_cast<int64_t>(calls) * state.iterations());
