@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/base/attributes.h"
 #include "absl/container/inlined_vector.h"
 #include "dispatch/stable_hash.h"
 #include "kernels/protocol/lamport.h"
@@ -99,8 +100,11 @@ void AccumulatorAddSlow(SimContext& ctx, Accumulator& acc, const SimChunk& chunk
 // The provenance half of one add (numeric elements aside): `v`'s
 // contributions summed into `sum`, in the order added; `shifted`: `v`'s
 // elements sit at other offsets than the sum's. AccumulatorAdd applies it to
-// every segment a piece covers; a sum of whole runs applies it once.
-inline void AddToSum(SimContext& ctx, SimValue& sum, const SimValue& v, bool fp32, bool shifted) {
+// every segment a piece covers; a sum of whole runs applies it once. (Always
+// inline: it runs once per member of every call, and link-time optimisation
+// otherwise weighs its call sites against each other.)
+ABSL_ATTRIBUTE_ALWAYS_INLINE inline void AddToSum(SimContext& ctx, SimValue& sum, const SimValue& v,
+                                                  bool fp32, bool shifted) {
   sum.key_sum += v.key_sum;
   sum.count += v.count;
   if (ctx.exact) sum.exact = ctx.sets.Merge(sum.exact, v.exact);

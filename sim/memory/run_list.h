@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <memory>
 
+#include "absl/base/attributes.h"
 #include "sim/memory/small_vector.h"
 #include "sim/memory/value.h"
 
@@ -67,7 +68,10 @@ class RunList {
   // Keeps the list's storage (SmallVector::clear does): a buffer reset every
   // call and written in pieces again, as a custom all-reduce's staging buffer
   // is, would otherwise allocate on every call.
-  void Reset() {
+  // (Always inline: a collective's result is reset for every member it
+  // writes, and link-time optimisation stopped inlining it once the
+  // completion's rare paths moved out of line.)
+  ABSL_ATTRIBUTE_ALWAYS_INLINE void Reset() {
     runs_.clear();
     shared_.reset();
   }
