@@ -70,6 +70,8 @@ void SimComm::GrowRing(uint64_t seq) {
   }
   for (Slot& slot : grown) {
     if (slot.calls.empty()) slot.calls.resize(ranks_.size());
+    // (A communicator that posts keeps holders in every slot.)
+    if (!results_.empty() && slot.held.empty()) slot.held.resize(ranks_.size());
   }
   ring_ = std::move(grown);
 }
@@ -113,16 +115,21 @@ void SimComm::Post(int member, DType dtype, SimTensor in) {
     // The communicator's first post: the ring takes at once every sequence
     // a member's posted calls may reach (each is fewer than kMaxPending past
     // the oldest incomplete one), rather than doubling up to it.
+    // Every slot's holders are made here too, not at each slot's first
+    // post (a test in every post).
     results_.resize(ranks_.size());
     if (ring_.size() < SimContext::Stream::kMaxPending) {
       GrowRing(completed_ + SimContext::Stream::kMaxPending - 1);
+    }
+    for (Slot& s : ring_) {
+      if (s.held.empty()) s.held.resize(ranks_.size());
     }
   }
   uint64_t seq = 0;
   Call& call = Place(member, &seq);
   call.ahead = true;
   Slot& slot = ring_[seq & (ring_.size() - 1)];
-  if (slot.held.empty()) slot.held.resize(ranks_.size());
+  assert(slot.held.size() == ranks_.size());
   Posted& p = slot.held[m];
   just_posted_ = &p;
   p.in = std::move(in);
@@ -471,11 +478,26 @@ void SimMailbox::Send(int from, int to, int64_t count) {
   const uint64_t key =
       static_cast<uint64_t>(from) * static_cast<uint64_t>(world_) + static_cast<uint64_t>(to);
   const int64_t ready = ctx_.Clock(from) + ctx_.hardware.TransferNs(from, to, count * 2);
-  queues_[key].push_back({count, ready});
+  queues_[key].items.push_back({count, ready});
   if (waiting_on_[static_cast<size_t>(to)] == from) {
     waiting_on_[static_cast<size_t>(to)] = -1;
     ctx_.scheduler.Wake(to);
   }
+}
+
+SimMailbox::Message SimMailbox::Queue::Pop() {
+  const Message m = items[head++];
+  if (head == items.size()) {
+    items.clear();
+    head = 0;
+  } else if (head >= 16 && head * 2 >= items.size()) {
+    // A long queue (a full pipeline's steps waiting for a stage) drops what
+    // it received once that is half of it: its memory stays within twice
+    // what is in flight, each item moved once on average.
+    items.erase(items.begin(), items.begin() + head);
+    head = 0;
+  }
+  return m;
 }
 
 int64_t SimMailbox::Recv(int to, int from, std::optional<int64_t>* expired_at) {
@@ -488,9 +510,7 @@ int64_t SimMailbox::Recv(int to, int from, std::optional<int64_t>* expired_at) {
     waiting_on_[static_cast<size_t>(to)] = from;
     if (!ctx_.scheduler.Block(BlockReason{this, from, ctx_.Clock(to)})) return -1;
   }
-  std::deque<Message>& queue = queues_[key];
-  const Message m = queue.front();
-  queue.pop_front();
+  const Message m = queues_[key].Pop();
   if (m.ready_ns > deadline) {
     ctx_.AdvanceTo(to, deadline);
     *expired_at = deadline;

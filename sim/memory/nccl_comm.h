@@ -7,7 +7,6 @@
 #define LOCKSTEP_SIM_MEMORY_NCCL_COMM_H_
 
 #include <cstdint>
-#include <deque>
 #include <memory>
 #include <optional>
 #include <span>
@@ -16,6 +15,7 @@
 
 #include "absl/base/attributes.h"
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/inlined_vector.h"
 #include "dispatch/dtype.h"
 #include "sim/memory/data.h"
 #include "sim/memory/member_index.h"
@@ -139,8 +139,9 @@ class SimComm : public Waitable {
   // Every member's call of one sequence number.
   struct Slot {
     std::vector<Call> calls;
-    // What the members' run-ahead calls hold, by member: sized at the
-    // slot's first post and kept for the posts that reuse the slot.
+    // What the members' run-ahead calls hold, by member: sized in every
+    // slot at the communicator's first post (and in slots a later growth
+    // adds), kept for the posts that reuse the slot.
     std::vector<Posted> held;
     int posted = 0;
   };
@@ -243,10 +244,20 @@ class SimMailbox : public Waitable {
     int64_t count;
     int64_t ready_ns;
   };
+  // One (source, destination) pair's messages in arrival order, held in
+  // the map's slot for the usual one or two in flight (a std::deque
+  // allocated a 512-byte node and its map for every pair, and reached a
+  // message through both).
+  struct Queue {
+    absl::InlinedVector<Message, 2> items;
+    uint32_t head = 0;  // items before it were received
+    bool empty() const { return head == items.size(); }
+    Message Pop();
+  };
   SimContext& ctx_;
   int world_;
   // Keyed by from * world + to.
-  absl::flat_hash_map<uint64_t, std::deque<Message>> queues_;
+  absl::flat_hash_map<uint64_t, Queue> queues_;
   std::vector<int> waiting_on_;  // per rank: source it waits for, or -1
 };
 
