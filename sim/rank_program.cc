@@ -647,6 +647,8 @@ class SimHost {
 
   // A capture: decides as the graph-tracing frontend does, records, runs
   // nothing (decode_cuda_graph_runner.py: the kernels only run at replay).
+  // Capture and Replay stay out of line: inlined into Reduce they made its
+  // frame 1 120 bytes, on every rank's stack under every eager call.
   ABSL_ATTRIBUTE_NOINLINE bool Capture(const SiteRef& site, GroupRole role, const TensorDesc& desc,
                                        const CallContext& context) {
     if (ctx_.stopped()) return false;
