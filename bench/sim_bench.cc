@@ -184,7 +184,8 @@ TimedRun RunTimed(const Scenario& s, bool keep_decisions,
 // per rank (fiber stacks apart).
 double SimRankCallsPerSecond(int world, bool fused, int steps, uint64_t* calls_out,
                              Shape shape = Shape::kPipeline, int64_t* bytes_per_rank = nullptr,
-                             int64_t* peak_heap_per_rank = nullptr, int64_t* page_faults = nullptr) {
+                             int64_t* peak_heap_per_rank = nullptr,
+                             int64_t* page_faults = nullptr) {
   const Scenario s = ThroughputScenario(world, fused, steps, shape);
   const int64_t before = ResidentBytes();
   const int64_t heap_before = heap_live.load();
