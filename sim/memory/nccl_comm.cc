@@ -60,8 +60,9 @@ int SimComm::MemberOf(int rank) const { return index_.Find(rank); }
 
 void SimComm::GrowRing(uint64_t seq) {
   // One new ring of the size `seq` needs (a power of two: a slot is found by
-  // a mask); each outstanding sequence keeps its slot's contents at its new
-  // place.
+  // a mask; at least the present size); each outstanding sequence keeps its
+  // slot's contents at its new place, and every slot gets what its calls
+  // need.
   size_t size = ring_.size();
   while (seq - completed_ >= size) size *= 2;
   std::vector<Slot> grown(size);
@@ -114,16 +115,13 @@ void SimComm::Post(int member, DType dtype, SimTensor in) {
   if (results_.empty()) {
     // The communicator's first post: the ring takes at once every sequence
     // a member's posted calls may reach (each is fewer than kMaxPending past
-    // the oldest incomplete one), rather than doubling up to it.
-    // Every slot's holders are made here too, not at each slot's first
-    // post (a test in every post).
+    // the oldest incomplete one), rather than doubling up to it. GrowRing,
+    // which remakes the ring even at its present size, gives every slot its
+    // holders, here and at each later growth, not at each slot's first post
+    // (a test in every post).
     results_.resize(ranks_.size());
-    if (ring_.size() < SimContext::Stream::kMaxPending) {
-      GrowRing(completed_ + SimContext::Stream::kMaxPending - 1);
-    }
-    for (Slot& s : ring_) {
-      if (s.held.empty()) s.held.resize(ranks_.size());
-    }
+    const uint64_t reach = std::max<uint64_t>(ring_.size(), SimContext::Stream::kMaxPending);
+    GrowRing(completed_ + reach - 1);
   }
   uint64_t seq = 0;
   Call& call = Place(member, &seq);

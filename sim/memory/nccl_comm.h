@@ -151,6 +151,9 @@ class SimComm : public Waitable {
     if (seq - completed_ >= ring_.size()) GrowRing(seq);
     return ring_[seq & (ring_.size() - 1)];
   }
+  // Remakes the ring (a power of two, never smaller) to hold every sequence
+  // from the oldest incomplete one to `seq`; sizes every slot's calls, and
+  // its holders once the communicator has posted.
   void GrowRing(uint64_t seq);
   // The member's call at its next sequence, marked posted at its clock (not
   // run-ahead); `seq_out`, when given, gets the sequence. The caller sets
