@@ -399,10 +399,10 @@ void BM_SimVersusOpenMpi(benchmark::State& state) {
                        : "simulated NCCL vs MPI_Allreduce");
 }
 // Registered before the per-machine rows, so that a whole run measures the
-// per-core goal first: on the GPU host, run after BM_PerMachine, the
-// simulator's one-core rate here read 2.8-3.3 M rank-calls/s in two runs of
-// three, against 4.5-4.7 M when this benchmark ran alone (docs/PERFORMANCE.md,
-// twenty-third session; the cause was not found).
+// per-core goal first, as its figure of record was taken. (On the GPU host
+// it once read a third lower after BM_PerMachine; five runs alternating the
+// two orders on a quiet host read the same either way, so that was the
+// host: docs/PERFORMANCE.md, twenty-third and twenty-fourth sessions.)
 BENCHMARK(BM_SimVersusOpenMpi)
     ->Arg(0)
     ->Arg(1)
