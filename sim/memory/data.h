@@ -100,10 +100,13 @@ void AccumulatorAddSlow(SimContext& ctx, Accumulator& acc, const SimChunk& chunk
 // The provenance half of one add (numeric elements aside): `v`'s
 // contributions summed into `sum`, in the order added; `shifted`: `v`'s
 // elements sit at other offsets than the sum's. AccumulatorAdd applies it to
-// every segment a piece covers; a sum of whole runs applies it once. (Always
-// inline: it runs once per member of every call, and link-time optimisation
-// otherwise weighs its call sites against each other.)
-ABSL_ATTRIBUTE_ALWAYS_INLINE inline void AddToSum(SimContext& ctx, SimValue& sum, const SimValue& v,
+// every segment a piece covers; a sum of whole runs applies it once. `V` is
+// a SimValue, or a value's symbolic fields kept apart from it (a posted
+// call's SimComm::WholeInput). (Always inline: it runs once per member of
+// every call, and link-time optimisation otherwise weighs its call sites
+// against each other.)
+template <class V>
+ABSL_ATTRIBUTE_ALWAYS_INLINE inline void AddToSum(SimContext& ctx, SimValue& sum, const V& v,
                                                   bool fp32, bool shifted) {
   sum.key_sum += v.key_sum;
   sum.count += v.count;

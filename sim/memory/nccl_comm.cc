@@ -71,8 +71,6 @@ void SimComm::GrowRing(uint64_t seq) {
   }
   for (Slot& slot : grown) {
     if (slot.calls.empty()) slot.calls.resize(ranks_.size());
-    // (A communicator that posts keeps holders in every slot.)
-    if (!results_.empty() && slot.held.empty()) slot.held.resize(ranks_.size());
   }
   ring_ = std::move(grown);
 }
@@ -115,10 +113,7 @@ void SimComm::Post(int member, DType dtype, SimTensor in) {
   if (results_.empty()) {
     // The communicator's first post: the ring takes at once every sequence
     // a member's posted calls may reach (each is fewer than kMaxPending past
-    // the oldest incomplete one), rather than doubling up to it. GrowRing,
-    // which remakes the ring even at its present size, gives every slot its
-    // holders, here and at each later growth, not at each slot's first post
-    // (a test in every post).
+    // the oldest incomplete one), rather than doubling up to it.
     results_.resize(ranks_.size());
     const uint64_t reach = std::max<uint64_t>(ring_.size(), SimContext::Stream::kMaxPending);
     GrowRing(completed_ + reach - 1);
@@ -127,15 +122,29 @@ void SimComm::Post(int member, DType dtype, SimTensor in) {
   Call& call = Place(member, &seq);
   call.ahead = true;
   Slot& slot = ring_[seq & (ring_.size() - 1)];
-  assert(slot.held.size() == ranks_.size());
-  Posted& p = slot.held[m];
-  just_posted_ = &p;
-  p.in = std::move(in);
-  call.contract = {CollectiveOp::kAllReduce, p.in.elems, dtype, -1, 0};
-  call.in = &p.in;
+  just_posted_ = &slot;
+  just_posted_member_ = m;
+  call.contract = {CollectiveOp::kAllReduce, in.elems, dtype, -1, 0};
   call.out = &results_[m];
   call.value = 0;
   call.counts = nullptr;
+  // A symbolic input that is one run over the whole tensor is kept as its
+  // fields (the completion's fast path reads nothing else); any other, and
+  // every input of numeric data, as the tensor.
+  const RunList::Runs& runs = in.runs.runs();
+  call.whole = !ctx_.numeric_mode && in.elems > 0 && in.origin == 0 && runs.size() == 1 &&
+               runs[0].begin == 0 && runs[0].end == in.elems && runs[0].value.numeric == nullptr &&
+               runs[0].value.numeric_base == 0;
+  if (call.whole) {
+    const Run& r = runs[0];
+    call.whole_in = WholeInput{r.value.key_sum, r.value.bits,  r.src,    r.ready_ns,
+                               r.value.count,   r.value.exact, r.writer, r.value.flags};
+    call.in = nullptr;
+  } else {
+    Posted& p = HeldOf(slot, m);
+    p.in = std::move(in);
+    call.in = &p.in;
+  }
   SimContext::Stream& stream = ctx_.streams[static_cast<size_t>(ranks_[m])];
   stream.comm = this;
   ++stream.pending;
@@ -146,17 +155,42 @@ void SimComm::FinishPost(const TraceEvent& event, ReductionChecker* checker,
                          const ReductionCheck& check,
                          std::shared_ptr<const std::vector<int>> expected_owner) {
   assert(just_posted_ != nullptr);
-  Posted& p = *just_posted_;
+  Slot& slot = *just_posted_;
+  const size_t m = just_posted_member_;
   just_posted_ = nullptr;
-  // What Posted::CheckAt rebuilds the check from.
-  assert(check.rank == event.rank && check.site == event.site && check.elems == p.in.elems &&
-         check.origin == 0);
-  p.event = event;
-  p.checker = checker;
-  p.instance = check.instance;
-  p.group_key = check.group_key;
-  p.expected = check.expected;
-  p.expected_owner = std::move(expected_owner);
+  Call& call = slot.calls[m];
+  // What CheckOf rebuilds the check from.
+  assert(check.rank == event.rank && check.site == event.site &&
+         check.elems == call.contract.count && check.origin == 0);
+  const auto store = [&](PostedCall& to, bool with_event, bool with_check) {
+    if (with_event) to.event = event;
+    if (with_check) {
+      to.checker = checker;
+      to.instance = check.instance;
+      to.group_key = check.group_key;
+      to.expected = check.expected;
+      to.expected_owner = expected_owner;
+    }
+  };
+  if (slot.lead < 0) {
+    slot.lead = static_cast<int>(m);
+    store(slot.lead_call, true, true);
+    call.own_event = event.rank != ranks_[m];
+    call.own_check = false;
+  } else {
+    // The lead's event and check are read here, not written again.
+    const PostedCall& lead = slot.lead_call;
+    call.own_event = event.rank != ranks_[m] || !event.SameCallAs(lead.event);
+    // The same expected ranks by identity, kept alive by the lead's owner.
+    call.own_check =
+        lead.checker != checker || lead.instance != check.instance ||
+        lead.group_key != check.group_key || lead.expected.data() != check.expected.data() ||
+        lead.expected.size() != check.expected.size() || lead.expected_owner != expected_owner;
+    if (call.own_check) slot.checks_differ = true;
+  }
+  if (call.own_event || call.own_check) {
+    store(HeldOf(slot, m).own, call.own_event, call.own_check);
+  }
   CompleteReady();
 }
 
@@ -172,6 +206,11 @@ void SimComm::CompleteReady() {
     if (slot.posted < static_cast<int>(ranks_.size())) return;
     if (!Complete(slot, completed_)) return;
     slot.posted = 0;
+    if (slot.lead >= 0) {
+      slot.lead_call.expected_owner.reset();
+      slot.lead = -1;
+      slot.checks_differ = false;
+    }
     ++completed_;
   }
 }
@@ -212,6 +251,7 @@ bool SimComm::Complete(Slot& slot, uint64_t seq) {
 
   if (first.op != CollectiveOp::kAllReduce ||
       !AllReduceWholeInputs(calls, first.count, done, sole)) {
+    MaterializeInputs(slot);
     WriteResults(calls, done);
   }
   FinishRunAhead(slot, done, sole);
@@ -224,8 +264,7 @@ bool SimComm::Complete(Slot& slot, uint64_t seq) {
       // this was its last call.
       SimContext::Stream& stream = ctx_.streams[static_cast<size_t>(ranks_[m])];
       stream.lag_ns += done - ArrivalOf(c, m);
-      std::shared_ptr<const std::vector<int>>& owner = slot.held[m].expected_owner;
-      if (owner != nullptr) owner.reset();
+      if (c.own_check) slot.held[m].own.expected_owner.reset();
       if (--stream.pending == 0 && stream.draining) ctx_.scheduler.Wake(ranks_[m]);
       continue;
     }
@@ -356,23 +395,48 @@ void SimComm::WriteResults(std::vector<Call>& calls, int64_t done) {
 }
 
 int SimComm::SoleCheckOf(const Slot& slot) const {
-  const Posted* first = nullptr;
-  int sole = -1;
-  for (size_t m = 0; m < slot.calls.size(); ++m) {
-    if (!slot.calls[m].ahead) continue;
-    const Posted& p = slot.held[m];
-    if (first == nullptr) {
-      first = &p;
-      sole = static_cast<int>(m);
-    }
-    // (Their element counts agree: the contracts did. Their origins are 0.)
-    if (p.checker == nullptr || p.checker != first->checker || p.instance != first->instance ||
-        p.group_key != first->group_key || p.expected.data() != first->expected.data() ||
-        p.expected.size() != first->expected.size()) {
-      return -1;
-    }
+  // Every run-ahead member's check is the lead's (FinishPost compared each
+  // with it; their element counts agree, as the contracts did, and their
+  // origins are 0): the first such member's stands for all.
+  if (slot.lead < 0 || slot.checks_differ || slot.lead_call.checker == nullptr) {
+    return -1;
   }
-  return sole;
+  for (size_t m = 0; m < slot.calls.size(); ++m) {
+    if (slot.calls[m].ahead) return static_cast<int>(m);
+  }
+  return -1;
+}
+
+void SimComm::MaterializeInputs(Slot& slot) {
+  for (size_t m = 0; m < slot.calls.size(); ++m) {
+    Call& call = slot.calls[m];
+    if (!call.whole || call.in != nullptr) continue;
+    // The tensor Post was given, remade from the fields it kept.
+    const WholeInput& w = call.whole_in;
+    SimValue value;
+    value.key_sum = w.key_sum;
+    value.count = w.count;
+    value.exact = w.exact;
+    value.bits = w.bits;
+    value.flags = w.flags;
+    SimTensor& in = HeldOf(slot, m).in;
+    in.runs.Reset();
+    in.elems = call.contract.count;
+    in.origin = 0;
+    in.runs.Write(Run{0, in.elems, value, w.src, w.ready_ns, w.writer});
+    call.in = &in;
+  }
+}
+
+ReductionCheck SimComm::CheckOf(const Slot& slot, size_t m, int64_t at_ns) const {
+  const Call& call = slot.calls[m];
+  const PostedCall& check = call.own_check ? slot.held[m].own : slot.lead_call;
+  // The check's rank and site are its event's.
+  int32_t rank = 0;
+  const TraceEvent& event = EventOf(slot, m, &rank);
+  return ReductionCheck{
+      rank, event.site, check.instance, check.expected, check.group_key, call.contract.count,
+      0,    at_ns};
 }
 
 void SimComm::FinishRunAhead(Slot& slot, int64_t done, int sole) {
@@ -382,10 +446,9 @@ void SimComm::FinishRunAhead(Slot& slot, int64_t done, int sole) {
   uint32_t ahead = 0;
   for (size_t m = 0; m < calls.size(); ++m) {
     if (!calls[m].ahead) continue;
-    Posted& p = slot.held[m];
-    p.event.begin_ns = ArrivalOf(calls[m], m);
-    p.event.end_ns = done;
-    ctx_.trace.Add(p.event);
+    int32_t rank = 0;
+    const TraceEvent& event = EventOf(slot, m, &rank);
+    ctx_.trace.AddAs(event, rank, ArrivalOf(calls[m], m), done);
     ++ahead;
   }
   if (ahead == 0) return;
@@ -393,15 +456,15 @@ void SimComm::FinishRunAhead(Slot& slot, int64_t done, int sole) {
     // Every member's result holds the same runs (the sum), so one check
     // stands for all of theirs (ReductionChecker::CheckSame).
     const auto s = static_cast<size_t>(sole);
-    const Posted& first = slot.held[s];
-    first.checker->CheckSame(ctx_, first.CheckAt(done), results_[s], ahead);
+    slot.lead_call.checker->CheckSame(ctx_, CheckOf(slot, s, done), results_[s], ahead);
     return;
   }
   for (size_t m = 0; m < calls.size(); ++m) {
     if (!calls[m].ahead) continue;
-    const Posted& p = slot.held[m];
-    if (p.checker == nullptr || ctx_.stopped()) continue;
-    p.checker->Check(ctx_, p.CheckAt(done), results_[m]);
+    ReductionChecker* checker =
+        calls[m].own_check ? slot.held[m].own.checker : slot.lead_call.checker;
+    if (checker == nullptr || ctx_.stopped()) continue;
+    checker->Check(ctx_, CheckOf(slot, m, done), results_[m]);
   }
 }
 
@@ -581,20 +644,28 @@ bool SimComm::AllReduceWholeInputs(const std::vector<Call>& calls, int64_t count
   // as one piece and added to a sum of one segment, which becomes one run of
   // every member's result. Numeric mode keeps the general path (it adds
   // elements too).
+  // (A WholeInput is such an input: Post.)
   if (ctx_.numeric_mode || count <= 0) return false;
   for (const Call& p : calls) {
+    if (p.whole) continue;
     const RunList::Runs& runs = p.in->runs.runs();
     if (runs.size() != 1 || runs[0].begin > 0 || runs[0].end < count) return false;
   }
   // Where each input's element 0 sits in its value's index space (a piece's
   // `src`); an input elsewhere than the first's holds other offsets' data.
   const auto src_of = [](const Call& p) {
+    if (p.whole) return p.whole_in.src;  // its run begins at 0
     const Run& r = p.in->runs.runs()[0];
     return r.src - r.begin;
   };
   const int64_t src = src_of(calls.front());
   SimValue sum;
   for (const Call& p : calls) {
+    if (p.whole) {
+      const WholeInput& v = p.whole_in;
+      AddToSum(ctx_, sum, v, /*fp32=*/false, (v.flags & kShifted) != 0 || v.src != src);
+      continue;
+    }
     const SimValue& v = p.in->runs.runs()[0].value;
     AddToSum(ctx_, sum, v, /*fp32=*/false, (v.flags & kShifted) != 0 || src_of(p) != src);
   }

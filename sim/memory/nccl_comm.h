@@ -105,45 +105,86 @@ class SimComm : public Waitable {
   bool IsKernelWait() const override { return false; }
 
  private:
-  // What a posted (run-ahead) call holds until it completes: its input, its
-  // trace event (begin and end are set then) and what its result is checked
-  // against. The check's rank and site are the event's, its element count
-  // the input's and its origin 0 (CheckAt); its result is the member's entry
+  // What a posted (run-ahead) call does when it completes: its trace event
+  // (begin and end are set then) and what its result is checked against.
+  // The check's rank and site are the event's, its element count the
+  // contract's and its origin 0 (CheckOf); its result is the member's entry
   // of `results_`, written and checked in the completion.
-  struct Posted {
-    SimTensor in;
+  struct PostedCall {
     TraceEvent event;
     ReductionChecker* checker = nullptr;  // null: not checked
     uint64_t instance = 0;
     uint64_t group_key = 0;
     std::span<const int> expected;
     std::shared_ptr<const std::vector<int>> expected_owner;
-
-    ReductionCheck CheckAt(int64_t at_ns) const {
-      return ReductionCheck{event.rank, event.site, instance, expected,
-                            group_key,  in.elems,   0,        at_ns};
-    }
   };
-  struct Call {
+  // What one member's posted call holds apart from its slot's lead (Slot::
+  // lead): its input when it is not a WholeInput, and its event or check
+  // when they are not the lead's (Call::own_event, own_check).
+  struct Posted {
+    SimTensor in;
+    PostedCall own;
+  };
+  // A run-ahead all-reduce's input that is one run over the whole tensor, of
+  // a symbolic value (what every symbolic input is): the fields the
+  // completion reads, kept in its Call rather than as a tensor in its
+  // Posted. MaterializeInputs remakes the tensor where the general path
+  // needs it.
+  struct WholeInput {
+    uint64_t key_sum = 0;
+    uint64_t bits = 0;
+    int64_t src = 0;       // the run's `src`
+    int64_t ready_ns = 0;  // the run's
+    uint32_t count = 0;
+    uint32_t exact = 0;
+    int32_t writer = -1;  // the run's
+    uint8_t flags = 0;
+  };
+  // One member's call of one sequence number, in two cache lines: the first
+  // holds what every completion reads, the second the rest (a run-ahead
+  // call's whole input among it), so that a wide group's completion reads
+  // two lines a member and a post writes two.
+  struct alignas(64) Call {
     bool posted = false;
+    // A run-ahead call: its input is `whole_in` (`whole`) or its Posted's
+    // `in`, and `out` the member's entry of `results_`; else the member
+    // waits in it.
+    bool ahead = false;
+    // A run-ahead call whose Posted holds its own event (else it is the
+    // slot's lead's as this member made it) and its own check (else the
+    // lead's).
+    bool own_event = false;
+    bool own_check = false;
+    // A run-ahead call whose input is `whole_in`: `in` is null until
+    // MaterializeInputs.
+    bool whole = false;
+    int64_t arrival_ns = 0;
     CollectiveContract contract;
     const SimTensor* in = nullptr;
     SimTensor* out = nullptr;
     int64_t value = 0;
-    int64_t arrival_ns = 0;
     const std::vector<int64_t>* counts = nullptr;  // reduce-scatter / gather rows
-    // A run-ahead call: `in` is its Posted's and `out` the member's entry of
-    // `results_`; else the member waits in it.
-    bool ahead = false;
+    WholeInput whole_in;
   };
+  static_assert(sizeof(Call) == 128, "a Call is two cache lines");
   // Every member's call of one sequence number.
   struct Slot {
     std::vector<Call> calls;
-    // What the members' run-ahead calls hold, by member: sized in every
-    // slot at the communicator's first post (and in slots a later growth
-    // adds), kept for the posts that reuse the slot.
-    std::vector<Posted> held;
     int posted = 0;
+    // The first member to post the slot's sequence run-ahead (-1: none
+    // yet). Its event and check are `lead_call`, and a member posting after
+    // it stores only what differs (in its Posted). The members of a group
+    // all post one site's call at a sequence, so in a wide group this is one
+    // event and one check written and read for the group rather than one
+    // per member, each a cold line.
+    int lead = -1;
+    // Some run-ahead member's check differs from the lead's (no check
+    // then stands for the group's: SoleCheckOf).
+    bool checks_differ = false;
+    PostedCall lead_call;
+    // By member; made the first time a member needs one (HeldOf) and kept
+    // for the posts that reuse the slot.
+    std::vector<Posted> held;
   };
   // The slot of sequence `seq` (the ring grows to hold every sequence from
   // the oldest incomplete one to `seq`).
@@ -152,8 +193,7 @@ class SimComm : public Waitable {
     return ring_[seq & (ring_.size() - 1)];
   }
   // Remakes the ring (a power of two, never smaller) to hold every sequence
-  // from the oldest incomplete one to `seq`; sizes every slot's calls, and
-  // its holders once the communicator has posted.
+  // from the oldest incomplete one to `seq`, and sizes every slot's calls.
   void GrowRing(uint64_t seq);
   // The member's call at its next sequence, marked posted at its clock (not
   // run-ahead); `seq_out`, when given, gets the sequence. The caller sets
@@ -165,6 +205,7 @@ class SimComm : public Waitable {
     Call& placed = slot.calls[m];
     placed.posted = true;
     placed.ahead = false;
+    placed.whole = false;
     placed.arrival_ns = ctx_.Clock(ranks_[m]);
     ++slot.posted;
     if (seq_out != nullptr) *seq_out = seq;
@@ -201,6 +242,27 @@ class SimComm : public Waitable {
   // check is the same (one check then stands for all, and only that
   // member's result is made); -1 when there is none or they differ.
   int SoleCheckOf(const Slot& slot) const;
+  // Member `m`'s Posted in `slot`.
+  Posted& HeldOf(Slot& slot, size_t m) {
+    if (slot.held.empty()) slot.held.resize(ranks_.size());
+    return slot.held[m];
+  }
+  // Member `m`'s event (its own or the lead's) and the rank it names.
+  const TraceEvent& EventOf(const Slot& slot, size_t m, int32_t* rank) const {
+    if (slot.calls[m].own_event) {
+      const TraceEvent& own = slot.held[m].own.event;
+      *rank = own.rank;
+      return own;
+    }
+    *rank = ranks_[m];
+    return slot.lead_call.event;
+  }
+  // Every run-ahead member's input that is held as a WholeInput, made a
+  // tensor in its Posted (for the general path).
+  void MaterializeInputs(Slot& slot);
+  // The check of member `m`'s result at `at_ns`, from its Posted or its
+  // slot's lead's.
+  ReductionCheck CheckOf(const Slot& slot, size_t m, int64_t at_ns) const;
   // The checks and trace events of the run-ahead calls of a completed slot.
   void FinishRunAhead(Slot& slot, int64_t done, int sole);
 
@@ -211,8 +273,10 @@ class SimComm : public Waitable {
   // Slot k % size holds sequence k, from the oldest incomplete sequence on
   // (the size is a power of two).
   std::vector<Slot> ring_;
-  uint64_t completed_ = 0;         // the oldest sequence not completed
-  Posted* just_posted_ = nullptr;  // Post's, until FinishPost
+  uint64_t completed_ = 0;  // the oldest sequence not completed
+  // Post's slot and member, until FinishPost.
+  Slot* just_posted_ = nullptr;
+  size_t just_posted_member_ = 0;
   // Per member, the result of its run-ahead call in the completion that
   // writes and checks it (calls complete one at a time): one per member, not
   // one per posted call. Sized at the first post.

@@ -6,7 +6,7 @@
 
 namespace lockstep {
 
-void Trace::Add(const TraceEvent& e) {
+void Trace::AddAs(const TraceEvent& e, int32_t rank, int64_t begin_ns, int64_t end_ns) {
   // Small fields packed into words: this runs once per call of every rank.
   const uint64_t kinds =
       static_cast<uint64_t>(e.backend) | static_cast<uint64_t>(e.algorithm) << 8 |
@@ -15,9 +15,9 @@ void Trace::Add(const TraceEvent& e) {
   // Multiply-xor over the words (FNV-1a on 64-bit words): cheap enough for
   // every call of every rank, and the same on every machine.
   for (uint64_t word :
-       {(static_cast<uint64_t>(static_cast<uint32_t>(e.rank)) << 32) | e.group.value,
+       {(static_cast<uint64_t>(static_cast<uint32_t>(rank)) << 32) | e.group.value,
         e.site.Instance() ^ (e.seq << 40), kinds ^ (static_cast<uint64_t>(e.tokens) << 40),
-        static_cast<uint64_t>(e.begin_ns), static_cast<uint64_t>(e.end_ns)}) {
+        static_cast<uint64_t>(begin_ns), static_cast<uint64_t>(end_ns)}) {
     hash_ = (hash_ ^ word) * 0x100000001b3ull;
     hash_ ^= hash_ >> 29;
   }
@@ -29,7 +29,12 @@ void Trace::Add(const TraceEvent& e) {
     hash_ ^= hash_ >> 29;
   }
   ++count_;
-  if (keep_) events_.push_back(e);
+  if (keep_) {
+    TraceEvent& kept = events_.emplace_back(e);
+    kept.rank = rank;
+    kept.begin_ns = begin_ns;
+    kept.end_ns = end_ns;
+  }
 }
 
 namespace {

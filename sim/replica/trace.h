@@ -34,13 +34,24 @@ struct TraceEvent {
   int64_t begin_ns = 0;
   int64_t end_ns = 0;
   bool failed = false;
+
+  // Every field but the rank and the times equal: the same call of the same
+  // group, as two of its members made it.
+  bool SameCallAs(const TraceEvent& o) const {
+    return site == o.site && object == o.object && group == o.group && backend == o.backend &&
+           algorithm == o.algorithm && norm_fused == o.norm_fused && blocks == o.blocks &&
+           tokens == o.tokens && seq == o.seq && failed == o.failed;
+  }
 };
 
 class Trace {
  public:
   explicit Trace(bool keep_events) : keep_(keep_events) {}
 
-  void Add(const TraceEvent& event);
+  void Add(const TraceEvent& event) { AddAs(event, event.rank, event.begin_ns, event.end_ns); }
+  // `event` as rank `rank` made it, from `begin_ns` to `end_ns` (the members
+  // of a group's run-ahead call share one event: SimComm::Slot::lead).
+  void AddAs(const TraceEvent& event, int32_t rank, int64_t begin_ns, int64_t end_ns);
   uint64_t hash() const { return StableHasher::Mix(hash_ ^ count_); }
   size_t size() const { return count_; }
   const std::vector<TraceEvent>& events() const { return events_; }

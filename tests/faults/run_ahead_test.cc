@@ -235,6 +235,46 @@ faults:
   EXPECT_EQ(a.posted_calls, 0u);
 }
 
+// An input whose rows a fault struck is several runs: its posted call keeps
+// it as a tensor, and its group's call is summed by the general path with
+// its peers' inputs, which were held as single runs (SimComm::Post). The
+// calls' 512 tokens are past the fused kernel's 256, so they take NCCL,
+// where −0 is data. The fault is taken when the input is made, outside the
+// calls run-ahead changes, so the test turns run-ahead on for it: every
+// rank's calls keep their times and the run its report.
+TEST(RunAheadTest, AnInputInSeveralRunsIsSummedAsTheInterleavedRunSumsIt) {
+  const Scenario s = ScenarioFromYaml(R"(
+name: rows-on-posted-call
+hardware: h200x8
+parallel: {tp: 4}
+model: llama-3-70b
+dispatch: {fused_backend: true, custom_allreduce: false, max_tokens: 256}
+workload: {steps: 3, tokens: [512], layers: 2}
+faults:
+  - {kind: negative_zero_inputs, ranks: [1], at_step: 1, row: 2}
+)");
+  for (uint64_t seed = 1; seed <= PropertySeeds(3); ++seed) {
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    SimOptions ahead;
+    ahead.seed = seed;
+    int runs = 0;
+    int forced = 0;
+    ForceRunAhead(ahead, runs, forced);
+    SimOptions interleaved = ahead;
+    interleaved.customize = nullptr;
+    const SimResult a = Simulated(s, ahead);
+    const SimResult b = Simulated(s, interleaved);
+    ASSERT_EQ(forced, 1);
+    EXPECT_GT(a.posted_calls, 0u);
+    EXPECT_EQ(b.posted_calls, 0u);
+    ASSERT_EQ(a.verdict, Verdict::kClean) << a.summary;
+    ASSERT_EQ(b.verdict, Verdict::kClean) << b.summary;
+    EXPECT_EQ(ReportOf(s, ahead, a).dump(1), ReportOf(s, interleaved, b).dump(1));
+    EXPECT_EQ(a.virtual_ns, b.virtual_ns);
+    EXPECT_TRUE(PerRankEvents(a) == PerRankEvents(b));
+  }
+}
+
 // Faults, relaxed memory and numeric data keep every call interleaved.
 TEST(RunAheadTest, RunsThatNeedEveryCallInterleavedPostNone) {
   Scenario numeric = CatalogueScenario("tp8-llama3-pcie");
