@@ -140,11 +140,15 @@ class SimComm : public Waitable {
     int32_t writer = -1;  // the run's
     uint8_t flags = 0;
   };
-  // One member's call of one sequence number, in two cache lines: the first
-  // holds what every completion reads, the second the rest (a run-ahead
-  // call's whole input among it), so that a wide group's completion reads
-  // two lines a member and a post writes two.
-  struct alignas(64) Call {
+  // One member's call of one sequence number, in 128 bytes: the first 64
+  // hold what every completion reads, the rest a run-ahead call's whole
+  // input and what other collectives read, so that a wide group's
+  // completion reads two or three lines a member and a post writes as many.
+  // (Not alignas(64), which would keep each in two lines: a vector of an
+  // over-aligned type is allocated through memalign, whose blocks came from
+  // untouched pages in the timed part; the tp8 row at world 4 096 took 17.5
+  // page faults per 1 000 rank-calls instead of 2.3.)
+  struct Call {
     bool posted = false;
     // A run-ahead call: its input is `whole_in` (`whole`) or its Posted's
     // `in`, and `out` the member's entry of `results_`; else the member
@@ -166,7 +170,7 @@ class SimComm : public Waitable {
     const std::vector<int64_t>* counts = nullptr;  // reduce-scatter / gather rows
     WholeInput whole_in;
   };
-  static_assert(sizeof(Call) == 128, "a Call is two cache lines");
+  static_assert(sizeof(Call) == 128, "a Call is 128 bytes, its first 64 what completions read");
   // Every member's call of one sequence number.
   struct Slot {
     std::vector<Call> calls;
