@@ -122,7 +122,7 @@ void SimComm::Post(int member, DType dtype, SimTensor in) {
   Call& call = Place(member, &seq);
   call.ahead = true;
   Slot& slot = ring_[seq & (ring_.size() - 1)];
-  just_posted_ = &slot;
+  just_posted_seq_ = seq;
   just_posted_member_ = m;
   call.contract = {CollectiveOp::kAllReduce, in.elems, dtype, -1, 0};
   call.out = &results_[m];
@@ -154,10 +154,10 @@ void SimComm::Post(int member, DType dtype, SimTensor in) {
 void SimComm::FinishPost(const TraceEvent& event, ReductionChecker* checker,
                          const ReductionCheck& check,
                          std::shared_ptr<const std::vector<int>> expected_owner) {
-  assert(just_posted_ != nullptr);
-  Slot& slot = *just_posted_;
+  assert(just_posted_seq_ != kNotPosted && just_posted_seq_ >= completed_);
+  Slot& slot = ring_[just_posted_seq_ & (ring_.size() - 1)];
   const size_t m = just_posted_member_;
-  just_posted_ = nullptr;
+  just_posted_seq_ = kNotPosted;
   Call& call = slot.calls[m];
   // What CheckOf rebuilds the check from.
   assert(check.rank == event.rank && check.site == event.site &&

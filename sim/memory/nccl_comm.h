@@ -278,8 +278,10 @@ class SimComm : public Waitable {
   // (the size is a power of two).
   std::vector<Slot> ring_;
   uint64_t completed_ = 0;  // the oldest sequence not completed
-  // Post's slot and member, until FinishPost.
-  Slot* just_posted_ = nullptr;
+  // Post's sequence and member, until FinishPost (a sequence, not its slot:
+  // the ring may be remade, which moves its slots); kNotPosted: none.
+  static constexpr uint64_t kNotPosted = ~uint64_t{0};
+  uint64_t just_posted_seq_ = kNotPosted;
   size_t just_posted_member_ = 0;
   // Per member, the result of its run-ahead call in the completion that
   // writes and checks it (calls complete one at a time): one per member, not
