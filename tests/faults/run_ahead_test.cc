@@ -153,16 +153,27 @@ TEST(RunAheadTest, FindingsKeepTheirVerdictAndWords) {
   }
 }
 
-// Turns run-ahead on for the first run of `o` (the only way into it for a
-// run with faults, which keeps every call interleaved); `forced` counts the
-// runs it was turned on for.
-void ForceRunAhead(SimOptions& o, int& runs, int& forced) {
-  o.customize = [&runs, &forced](SimRun& run) {
-    if (runs++ > 0) return;  // a rerun is interleaved
+// `s` under `o` with run-ahead turned on for its first run (the only way
+// into it for a run with faults, which keeps every call interleaved; a rerun
+// is interleaved), and under `o` as it is.
+struct ForcedRun {
+  SimResult ahead;
+  SimResult interleaved;
+  int runs = 0;    // of the forced side: 2 when it was run again interleaved
+  int forced = 0;  // of those, how many were turned to run-ahead
+};
+ForcedRun RunForcedAndInterleaved(const Scenario& s, const SimOptions& o) {
+  ForcedRun out;
+  SimOptions ahead = o;
+  ahead.customize = [&out](SimRun& run) {
+    if (out.runs++ > 0) return;  // a rerun is interleaved
     ASSERT_TRUE(run.ctx.streams.empty());
     run.ctx.streams.assign(static_cast<size_t>(run.ctx.layout.world_size()), SimContext::Stream{});
-    ++forced;
+    ++out.forced;
   };
+  out.ahead = Simulated(s, ahead);
+  out.interleaved = Simulated(s, o);
+  return out;
 }
 
 // A hang found while a rank waits for what it posted names the NCCL call
@@ -178,23 +189,18 @@ TEST(RunAheadTest, AHangWhileDrainingNamesTheCallAndTheMissingPeers) {
   s.dispatch.custom_allreduce = false;  // rank 1 falls back to NCCL
   for (uint64_t seed = 1; seed <= PropertySeeds(3); ++seed) {
     SCOPED_TRACE("seed " + std::to_string(seed));
-    SimOptions ahead;
-    ahead.seed = seed;
-    ahead.policy = "local-predicates";
-    int runs = 0;
-    int forced = 0;
-    ForceRunAhead(ahead, runs, forced);
-    SimOptions interleaved = ahead;
-    interleaved.customize = nullptr;
-    const SimResult a = Simulated(s, ahead);
-    const SimResult b = Simulated(s, interleaved);
-    ASSERT_EQ(forced, 1);
+    SimOptions o;
+    o.seed = seed;
+    o.policy = "local-predicates";
+    const ForcedRun r = RunForcedAndInterleaved(s, o);
+    const SimResult& a = r.ahead;
+    ASSERT_EQ(r.forced, 1);
     ASSERT_EQ(a.verdict, Verdict::kHang) << a.summary;
     EXPECT_GT(a.posted_calls, 0u);
-    const std::string text = FormatResult(s, ahead, a);
+    const std::string text = FormatResult(s, o, a);
     EXPECT_THAT(text, HasSubstr("rank 1 waits in NCCL all_reduce on tp [0,1,2,3,4,5,6,7] call "));
     EXPECT_EQ(text.substr(0, text.find("trace hash")),
-              FormatResult(s, interleaved, b).substr(0, text.find("trace hash")));
+              FormatResult(s, o, r.interleaved).substr(0, text.find("trace hash")));
   }
 }
 
@@ -216,21 +222,17 @@ timeouts: {watchdog_ms: 1}
 faults:
   - {kind: straggler, ranks: [5], at_step: 1, delay_us: 5000}
 )");
-  SimOptions ahead;
-  ahead.seed = 1;
-  int runs = 0;
-  int forced = 0;
-  ForceRunAhead(ahead, runs, forced);
-  SimOptions interleaved;
-  interleaved.seed = 1;
-  const SimResult a = Simulated(s, ahead);
-  const SimResult b = Simulated(s, interleaved);
-  ASSERT_EQ(forced, 1);
-  EXPECT_EQ(runs, 2);
+  SimOptions o;
+  o.seed = 1;
+  const ForcedRun r = RunForcedAndInterleaved(s, o);
+  const SimResult& a = r.ahead;
+  const SimResult& b = r.interleaved;
+  ASSERT_EQ(r.forced, 1);
+  EXPECT_EQ(r.runs, 2);
   EXPECT_TRUE(a.interleaved_rerun) << a.summary;
   EXPECT_EQ(a.verdict, Verdict::kFailStop) << a.summary;
   EXPECT_THAT(a.summary, HasSubstr("the watchdog aborted the communicator"));
-  EXPECT_EQ(ReportOf(s, ahead, a).dump(1), ReportOf(s, interleaved, b).dump(1));
+  EXPECT_EQ(ReportOf(s, o, a).dump(1), ReportOf(s, o, b).dump(1));
   EXPECT_EQ(a.trace_hash, b.trace_hash);
   EXPECT_EQ(a.posted_calls, 0u);
 }
@@ -255,21 +257,17 @@ faults:
 )");
   for (uint64_t seed = 1; seed <= PropertySeeds(3); ++seed) {
     SCOPED_TRACE("seed " + std::to_string(seed));
-    SimOptions ahead;
-    ahead.seed = seed;
-    int runs = 0;
-    int forced = 0;
-    ForceRunAhead(ahead, runs, forced);
-    SimOptions interleaved = ahead;
-    interleaved.customize = nullptr;
-    const SimResult a = Simulated(s, ahead);
-    const SimResult b = Simulated(s, interleaved);
-    ASSERT_EQ(forced, 1);
+    SimOptions o;
+    o.seed = seed;
+    const ForcedRun r = RunForcedAndInterleaved(s, o);
+    const SimResult& a = r.ahead;
+    const SimResult& b = r.interleaved;
+    ASSERT_EQ(r.forced, 1);
     EXPECT_GT(a.posted_calls, 0u);
     EXPECT_EQ(b.posted_calls, 0u);
     ASSERT_EQ(a.verdict, Verdict::kClean) << a.summary;
     ASSERT_EQ(b.verdict, Verdict::kClean) << b.summary;
-    EXPECT_EQ(ReportOf(s, ahead, a).dump(1), ReportOf(s, interleaved, b).dump(1));
+    EXPECT_EQ(ReportOf(s, o, a).dump(1), ReportOf(s, o, b).dump(1));
     EXPECT_EQ(a.virtual_ns, b.virtual_ns);
     EXPECT_TRUE(PerRankEvents(a) == PerRankEvents(b));
   }
