@@ -43,6 +43,10 @@ struct TraceEvent {
            tokens == o.tokens && seq == o.seq && failed == o.failed;
   }
 };
+// SameCallAs names every field but three. A field added to TraceEvent must
+// be compared there too: this catches one that grows the struct (not one
+// that fits in its padding).
+static_assert(sizeof(TraceEvent) == 72, "compare a new TraceEvent field in SameCallAs");
 
 class Trace {
  public:
