@@ -129,6 +129,32 @@ TEST_F(GroupCoordinatorTest, ContextIsRecorded) {
   EXPECT_TRUE(record.call.context.tracing);
 }
 
+// A record decided into once more holds nothing of the call before: every
+// field is what a record never used holds after the same call.
+TEST_F(GroupCoordinatorTest, ARecordDecidedIntoAgainHoldsOnlyTheNewCall) {
+  EXPECT_CALL(fused_, AllReduce(_, _)).WillRepeatedly(Return(absl::OkStatus()));
+  EXPECT_CALL(custom_, AllReduce(_, _)).WillRepeatedly(Return(absl::OkStatus()));
+  GroupCoordinator reused_coordinator = Coordinator();
+  GroupCoordinator fresh_coordinator = Coordinator();
+  Tensor mid{TensorDesc::Matrix(256, 8192, DType::kBf16)};  // custom, fused refused
+  Tensor small{TensorDesc::Matrix(8, 8192, DType::kBf16)};  // fused
+  DecisionRecord reused;
+  DecisionRecord scratch;
+  ASSERT_TRUE(reused_coordinator.AllReduce(mid, &reused, CallContext{.tracing = true}).ok());
+  ASSERT_TRUE(fresh_coordinator.AllReduce(mid, &scratch).ok());
+  ASSERT_EQ(reused.backend, BackendKind::kCustom);
+  ASSERT_NE(reused.evaluated, 0u);
+  ASSERT_TRUE(reused_coordinator.AllReduce(small, &reused).ok());
+  DecisionRecord fresh;
+  ASSERT_TRUE(fresh_coordinator.AllReduce(small, &fresh).ok());
+  EXPECT_EQ(reused.backend, BackendKind::kFused);
+  EXPECT_EQ(reused.seq, fresh.seq);
+  EXPECT_EQ(reused.group_world_size, fresh.group_world_size);
+  for (const DecisionField& field : DecisionFields()) {
+    EXPECT_EQ(field.value(reused), field.value(fresh)) << field.name;
+  }
+}
+
 class RefuseHook : public CallHook {
  public:
   absl::Status BeforeExecute(const DecisionRecord& record, CommBackend& chosen) override {
