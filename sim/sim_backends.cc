@@ -65,11 +65,11 @@ absl::Status SimCustomBackend::AllReduce(Tensor& tensor, const DecisionRecord& r
 absl::Status SimNcclBackend::AllReduce(Tensor& tensor, const DecisionRecord& record) {
   if (absl::Status s = context_.Enter(record); !s.ok()) return context_.Leave(record, s);
   auto* data = static_cast<SimTensor*>(tensor.data);
-  const int member = comm_->MemberOf(context_.rank);
+  const int member = member_;
   if (post_next_) {
     post_next_ = false;
     posted_ = true;
-    comm_->Post(member, tensor.desc.dtype, TakeTensor(*data));
+    comm_->Post(member, tensor.desc.dtype, *data);
     return absl::OkStatus();
   }
   const SimTensor in = TakeTensor(*data);

@@ -78,7 +78,8 @@ class SimCustomBackend final : public CustomAllReduceBackend {
 
 class SimNcclBackend final : public NcclBackend {
  public:
-  SimNcclBackend(SimBackendContext context, SimComm* comm) : context_(context), comm_(comm) {}
+  SimNcclBackend(SimBackendContext context, SimComm* comm)
+      : context_(context), comm_(comm), member_(comm->MemberOf(context.rank)) {}
   absl::Status AllReduce(Tensor& tensor, const DecisionRecord& record) override;
   SimComm* comm() const { return comm_; }
   // Run-ahead (SimContext::Stream): while set, the next all-reduce posts its
@@ -92,6 +93,7 @@ class SimNcclBackend final : public NcclBackend {
  private:
   SimBackendContext context_;
   SimComm* comm_;
+  int member_;  // the rank's member index in `comm_`
   bool post_next_ = false;
   bool posted_ = false;
 };

@@ -107,7 +107,7 @@ void SimComm::Arrive(int member, Call&& call) {
   }
 }
 
-void SimComm::Post(int member, DType dtype, SimTensor in) {
+void SimComm::Post(int member, DType dtype, SimTensor& in) {
   assert(!ctx_.streams.empty() && !ctx_.scheduler.shutting_down());
   const auto m = static_cast<size_t>(member);
   if (results_.empty()) {
@@ -142,7 +142,7 @@ void SimComm::Post(int member, DType dtype, SimTensor in) {
     call.in = nullptr;
   } else {
     Posted& p = HeldOf(slot, m);
-    p.in = std::move(in);
+    p.in = TakeTensor(in);
     call.in = &p.in;
   }
   SimContext::Stream& stream = ctx_.streams[static_cast<size_t>(ranks_[m])];

@@ -56,7 +56,7 @@ class PostedCallsTest : public ::testing::Test {
   void PostAs(int m, int64_t at, SimTensor in, const TraceEvent& event,
               const std::vector<int>& expected) {
     ctx_->AdvanceTo(m, at);
-    comm_->Post(m, DType::kBf16, std::move(in));
+    comm_->Post(m, DType::kBf16, in);
     const ReductionCheck check{m,
                                event.site,
                                event.site.Instance(),
