@@ -217,27 +217,33 @@ void SimComm::CompleteReady() {
 
 bool SimComm::Complete(Slot& slot, uint64_t seq) {
   std::vector<Call>& calls = slot.calls;
-  // Contracts must agree, as NCCL assumes without checking.
+  // One pass over the members (a wide group's calls are cold lines): their
+  // contracts must agree, as NCCL assumes without checking; the call starts
+  // when the last arrives; and the first to arrive is the one whose
+  // deadline passes first (ties: the lower member).
   const CollectiveContract& first = calls.front().contract;
-  for (size_t m = 1; m < calls.size(); ++m) {
-    if (calls[m].contract == first) continue;
-    ReportContractMismatch(calls, seq, m);
-    return false;
-  }
   int64_t start = 0;
-  for (size_t m = 0; m < calls.size(); ++m) start = std::max(start, ArrivalOf(calls[m], m));
+  int64_t earliest = 0;
+  size_t earliest_member = 0;
+  for (size_t m = 0; m < calls.size(); ++m) {
+    if (m > 0 && !(calls[m].contract == first)) {
+      ReportContractMismatch(calls, seq, m);
+      return false;
+    }
+    const int64_t arrival = ArrivalOf(calls[m], m);
+    start = std::max(start, arrival);
+    if (m == 0 || arrival < earliest) {
+      earliest = arrival;
+      earliest_member = m;
+    }
+  }
   // The watchdog: a member that waited longer than its budget for the last
-  // one gave up at its deadline. The first deadline to pass is the one that
-  // ends the job (ties: the lower member).
+  // one gave up at its deadline, and the first deadline to pass ends the job.
   int expired = -1;
   int64_t deadline = 0;
-  const int64_t budget = WatchdogNs();
-  for (size_t m = 0; m < calls.size(); ++m) {
-    const int64_t d = ArrivalOf(calls[m], m) + budget;
-    if (start > d && (expired < 0 || d < deadline)) {
-      expired = static_cast<int>(m);
-      deadline = d;
-    }
+  if (const int64_t d = earliest + WatchdogNs(); start > d) {
+    expired = static_cast<int>(earliest_member);
+    deadline = d;
   }
   if (expired >= 0 && calls[static_cast<size_t>(expired)].ahead) {
     // Its call failed where the rank had already run on: only the
@@ -260,10 +266,11 @@ bool SimComm::Complete(Slot& slot, uint64_t seq) {
     c.posted = false;
     if (c.ahead) {
       // The rank went on without waiting: what the call kept it waiting is
-      // added to its stream's lag, and a rank draining its stream wakes when
-      // this was its last call.
+      // added to its stream's lag (its arrival was its post plus that lag,
+      // so the lag becomes the time from its post to `done`), and a rank
+      // draining its stream wakes when this was its last call.
       SimContext::Stream& stream = ctx_.streams[static_cast<size_t>(ranks_[m])];
-      stream.lag_ns += done - ArrivalOf(c, m);
+      stream.lag_ns = done - c.arrival_ns;
       if (c.own_check) slot.held[m].own.expected_owner.reset();
       if (--stream.pending == 0 && stream.draining) ctx_.scheduler.Wake(ranks_[m]);
       continue;
