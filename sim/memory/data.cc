@@ -132,17 +132,40 @@ SimValue NumericContribution(SimContext& ctx, int rank, uint64_t instance,
   return v;
 }
 
-}  // namespace
-
-SimTensor MakeInput(SimContext& ctx, int rank, uint64_t instance, int64_t elems,
-                    const InputInjection& injected) {
-  SimTensor t;
-  t.elems = elems;
+// Rank `rank`'s contribution at call instance `instance`, symbolically.
+SimValue SymbolicContribution(SimContext& ctx, int rank, uint64_t instance) {
   SimValue v;
   v.key_sum = ContributionKey(rank, instance);
   v.count = 1;
   v.bits = v.key_sum;
   if (ctx.exact) v.exact = ctx.sets.Singleton(rank, instance);
+  return v;
+}
+
+// A symbolic input with nothing injected: one run over the whole tensor.
+// (Its own function, so that the tensor is built in the caller's return
+// slot: beside MakeInput's other return it was moved out and destroyed.)
+SimTensor WholeSymbolicInput(SimContext& ctx, int rank, uint64_t instance, int64_t elems) {
+  SimTensor t;
+  t.elems = elems;
+  t.runs.Write(Run{0, elems, SymbolicContribution(ctx, rank, instance), 0, ctx.Clock(rank), rank});
+  return t;
+}
+
+}  // namespace
+
+SimTensor MakeInput(SimContext& ctx, int rank, uint64_t instance, int64_t elems) {
+  // The usual input, without the frame the injected and numeric cases need
+  // (this runs in every rank-call).
+  if (!ctx.numeric_mode) return WholeSymbolicInput(ctx, rank, instance, elems);
+  return MakeInput(ctx, rank, instance, elems, InputInjection{});
+}
+
+SimTensor MakeInput(SimContext& ctx, int rank, uint64_t instance, int64_t elems,
+                    const InputInjection& injected) {
+  SimTensor t;
+  t.elems = elems;
+  SimValue v = SymbolicContribution(ctx, rank, instance);
   // The injected range, within the input (empty: nothing injected).
   const int64_t first = std::min(injected.first, elems);
   const int64_t end = injected.elems < 0 ? elems : std::min(elems, first + injected.elems);

@@ -59,7 +59,9 @@ SimChunk Rebased(SimChunk chunk, int64_t shift);
 // negative subnormals); in numeric mode they are real elements, at the
 // range's first element (−0) and its middle (the subnormal).
 SimTensor MakeInput(SimContext& ctx, int rank, uint64_t instance, int64_t elems,
-                    const InputInjection& injected = {});
+                    const InputInjection& injected);
+// The same with nothing injected (every input of a run without faults).
+SimTensor MakeInput(SimContext& ctx, int rank, uint64_t instance, int64_t elems);
 
 // The numeric input of (rank, instance), regenerated (pure function of the
 // seed): the reference the checks sum in double precision.
