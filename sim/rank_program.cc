@@ -459,32 +459,33 @@ class SimHost {
       in_checked_call_ = true;
       post_to->set_post_next(true);
     }
-    std::optional<CallOutcome> outcome =
-        DispatchAllReduce(rt_.wiring.coordinator(object), tensor, context, rank_, site, object,
-                          ctx_.layout, [this] { return ctx_.Clock(rank_); });
+    CallOutcome& outcome = outcome_;
+    const bool dispatched =
+        DispatchAllReduceInto(outcome, rt_.wiring.coordinator(object), tensor, context, rank_, site,
+                              object, ctx_.layout, [this] { return ctx_.Clock(rank_); });
     bool was_posted = false;
     if (post_to != nullptr) {
       was_posted = post_to->posted();
       post_to->set_post_next(false);
       in_checked_call_ = false;
     }
-    rt_.EndCall(outcome && outcome->raised.has_value());
+    rt_.EndCall(dispatched && outcome.raised.has_value());
     if (was_posted) {
-      assert(outcome.has_value() && !outcome->raised.has_value());
+      assert(dispatched && !outcome.raised.has_value());
       const ExpectedRanks& expected = *checked->expected;
       post_to->comm()->FinishPost(
-          outcome->event, &run_.checker,
+          outcome.event, &run_.checker,
           ReductionCheck{rank_, site, checked->instance, expected.ranks, expected.key, elems, 0},
           expected.owned);
       *posted = true;
       return !ctx_.stopped();
     }
-    if (!outcome) return !ctx_.stopped();
-    if (post_to != nullptr && !AfterPostedCalls(outcome->event)) return false;
-    ctx_.trace.Add(outcome->event);
-    if (outcome->raised) {
+    if (!dispatched) return !ctx_.stopped();
+    if (post_to != nullptr && !AfterPostedCalls(outcome.event)) return false;
+    ctx_.trace.Add(outcome.event);
+    if (outcome.raised) {
       // The rank raises; the launcher tears the job down.
-      ctx_.Report(*std::move(outcome->raised));
+      ctx_.Report(*std::move(outcome.raised));
       return false;
     }
     return !ctx_.stopped();
@@ -757,6 +758,8 @@ class SimHost {
   CallPhase phase_ = CallPhase::kEager;
   bool in_checked_call_ = false;  // in ReduceChecked's dispatch
   int64_t kernel_begin_ns_ = -1;  // where the last kernel's wait for posted calls ended
+  // The dispatched call's outcome, written afresh by each (DispatchAllReduceInto).
+  CallOutcome outcome_;
   std::vector<CapturedGraph> graphs_;
   CapturedGraph* graph_ = nullptr;  // the graph being captured or replayed
   size_t next_ = 0;                 // its next call to replay

@@ -65,22 +65,19 @@ Finding BoundedWaitFinding(int rank, const SiteRef* site, const absl::Status& st
   return f;
 }
 
-std::optional<CallOutcome> DispatchAllReduce(GroupCoordinator& coordinator, Tensor& tensor,
-                                             const CallContext& context, int rank,
-                                             const SiteRef& site, int object,
-                                             const ParallelLayout& layout,
-                                             absl::FunctionRef<int64_t()> clock) {
-  // Built in place, and the coordinator decides into it: at thousands of
-  // ranks each call's stack lines are cold, and a record copied through
+bool DispatchAllReduceInto(CallOutcome& out, GroupCoordinator& coordinator, Tensor& tensor,
+                           const CallContext& context, int rank, const SiteRef& site, int object,
+                           const ParallelLayout& layout, absl::FunctionRef<int64_t()> clock) {
+  // The coordinator decides into `out.record` directly: at thousands of
+  // ranks each call's lines are cold, and a record copied through
   // temporaries cost a few hundred bytes of them (docs/PERFORMANCE.md).
-  std::optional<CallOutcome> out(std::in_place);
+  out.raised.reset();
   const int64_t begin = clock();
-  const absl::Status status = coordinator.AllReduce(tensor, &out->record, context);
-  if (out->record.backend == BackendKind::kSkip) {
-    out.reset();
-    return out;
-  }
-  TraceEvent& event = out->event;
+  const absl::Status status = coordinator.AllReduce(tensor, &out.record, context);
+  if (out.record.backend == BackendKind::kSkip) return false;
+  // Every field: the rest FinishDispatchedCall fills from the record.
+  TraceEvent& event = out.event;
+  event = TraceEvent{};
   event.rank = rank;
   event.site = site;
   event.object = object;
@@ -88,7 +85,20 @@ std::optional<CallOutcome> DispatchAllReduce(GroupCoordinator& coordinator, Tens
   event.tokens = tensor.desc.tokens();
   event.begin_ns = begin;
   event.end_ns = clock();
-  FinishDispatchedCall(*out, status, layout);
+  FinishDispatchedCall(out, status, layout);
+  return true;
+}
+
+std::optional<CallOutcome> DispatchAllReduce(GroupCoordinator& coordinator, Tensor& tensor,
+                                             const CallContext& context, int rank,
+                                             const SiteRef& site, int object,
+                                             const ParallelLayout& layout,
+                                             absl::FunctionRef<int64_t()> clock) {
+  std::optional<CallOutcome> out(std::in_place);
+  if (!DispatchAllReduceInto(*out, coordinator, tensor, context, rank, site, object, layout,
+                             clock)) {
+    out.reset();
+  }
   return out;
 }
 
