@@ -449,13 +449,23 @@ ReductionCheck SimComm::CheckOf(const Slot& slot, size_t m, int64_t at_ns) const
 void SimComm::FinishRunAhead(Slot& slot, int64_t done, int sole) {
   // Each run-ahead member's trace event, in member order, with the times
   // the interleaved model gives it: from its arrival to the completion.
+  // A member runs ahead only after the slot has a lead (the first to post
+  // it). The lead's event is hashed apart from rank and times once for
+  // every member that shares it.
+  if (slot.lead < 0) return;
   const std::vector<Call>& calls = slot.calls;
   uint32_t ahead = 0;
+  const Trace::Prepared lead = Trace::Prepare(slot.lead_call.event);
   for (size_t m = 0; m < calls.size(); ++m) {
-    if (!calls[m].ahead) continue;
+    const Call& call = calls[m];
+    if (!call.ahead) continue;
     int32_t rank = 0;
     const TraceEvent& event = EventOf(slot, m, &rank);
-    ctx_.trace.AddAs(event, rank, ArrivalOf(calls[m], m), done);
+    if (call.own_event) {
+      ctx_.trace.AddAs(event, rank, ArrivalOf(call, m), done);
+    } else {
+      ctx_.trace.AddPrepared(lead, rank, ArrivalOf(call, m), done);
+    }
     ++ahead;
   }
   if (ahead == 0) return;

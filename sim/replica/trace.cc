@@ -6,35 +6,11 @@
 
 namespace lockstep {
 
-void Trace::AddAs(const TraceEvent& e, int32_t rank, int64_t begin_ns, int64_t end_ns) {
-  // Small fields packed into words: this runs once per call of every rank.
-  const uint64_t kinds =
-      static_cast<uint64_t>(e.backend) | static_cast<uint64_t>(e.algorithm) << 8 |
-      static_cast<uint64_t>(e.site.part) << 16 | static_cast<uint64_t>(e.failed) << 24 |
-      static_cast<uint64_t>(static_cast<uint32_t>(e.object)) << 32;
-  // Multiply-xor over the words (FNV-1a on 64-bit words): cheap enough for
-  // every call of every rank, and the same on every machine.
-  for (uint64_t word :
-       {(static_cast<uint64_t>(static_cast<uint32_t>(rank)) << 32) | e.group.value,
-        e.site.Instance() ^ (e.seq << 40), kinds ^ (static_cast<uint64_t>(e.tokens) << 40),
-        static_cast<uint64_t>(begin_ns), static_cast<uint64_t>(end_ns)}) {
-    hash_ = (hash_ ^ word) * 0x100000001b3ull;
-    hash_ ^= hash_ >> 29;
-  }
-  // A graph's call is hashed with its phase; an eager call's hash is what it
-  // was before graphs existed.
-  if (e.site.phase != CallPhase::kEager) {
-    hash_ =
-        (hash_ ^ (0x9e3779b97f4a7c15ull + static_cast<uint64_t>(e.site.phase))) * 0x100000001b3ull;
-    hash_ ^= hash_ >> 29;
-  }
-  ++count_;
-  if (keep_) {
-    TraceEvent& kept = events_.emplace_back(e);
-    kept.rank = rank;
-    kept.begin_ns = begin_ns;
-    kept.end_ns = end_ns;
-  }
+void Trace::Keep(const TraceEvent& event, int32_t rank, int64_t begin_ns, int64_t end_ns) {
+  TraceEvent& kept = events_.emplace_back(event);
+  kept.rank = rank;
+  kept.begin_ns = begin_ns;
+  kept.end_ns = end_ns;
 }
 
 namespace {

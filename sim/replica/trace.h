@@ -55,7 +55,52 @@ class Trace {
   void Add(const TraceEvent& event) { AddAs(event, event.rank, event.begin_ns, event.end_ns); }
   // `event` as rank `rank` made it, from `begin_ns` to `end_ns` (the members
   // of a group's run-ahead call share one event: SimComm::Slot::lead).
-  void AddAs(const TraceEvent& event, int32_t rank, int64_t begin_ns, int64_t end_ns);
+  void AddAs(const TraceEvent& event, int32_t rank, int64_t begin_ns, int64_t end_ns) {
+    AddPrepared(Prepare(event), rank, begin_ns, end_ns);
+  }
+
+  // What an event hashes to apart from its rank and times, worked out once
+  // for every member of a group that made it (SimComm::FinishRunAhead):
+  // AddPrepared(Prepare(e), rank, begin, end) is AddAs(e, rank, begin, end).
+  struct Prepared {
+    const TraceEvent* event;
+    uint64_t group;
+    uint64_t instance_seq;
+    uint64_t kinds_tokens;
+    uint64_t phase;  // 0: an eager call (its phase is not hashed)
+  };
+  static Prepared Prepare(const TraceEvent& e) {
+    // Small fields packed into words: this runs once per call of every rank.
+    const uint64_t kinds =
+        static_cast<uint64_t>(e.backend) | static_cast<uint64_t>(e.algorithm) << 8 |
+        static_cast<uint64_t>(e.site.part) << 16 | static_cast<uint64_t>(e.failed) << 24 |
+        static_cast<uint64_t>(static_cast<uint32_t>(e.object)) << 32;
+    // A graph's call is hashed with its phase; an eager call's hash is what
+    // it was before graphs existed.
+    return Prepared{&e, e.group.value, e.site.Instance() ^ (e.seq << 40),
+                    kinds ^ (static_cast<uint64_t>(e.tokens) << 40),
+                    e.site.phase == CallPhase::kEager
+                        ? 0
+                        : 0x9e3779b97f4a7c15ull + static_cast<uint64_t>(e.site.phase)};
+  }
+  void AddPrepared(const Prepared& p, int32_t rank, int64_t begin_ns, int64_t end_ns) {
+    // Multiply-xor over the words (FNV-1a on 64-bit words): cheap enough for
+    // every call of every rank, and the same on every machine.
+    uint64_t h = hash_;
+    const auto mix = [&h](uint64_t word) {
+      h = (h ^ word) * 0x100000001b3ull;
+      h ^= h >> 29;
+    };
+    mix((static_cast<uint64_t>(static_cast<uint32_t>(rank)) << 32) | p.group);
+    mix(p.instance_seq);
+    mix(p.kinds_tokens);
+    mix(static_cast<uint64_t>(begin_ns));
+    mix(static_cast<uint64_t>(end_ns));
+    if (p.phase != 0) mix(p.phase);
+    hash_ = h;
+    ++count_;
+    if (keep_) Keep(*p.event, rank, begin_ns, end_ns);
+  }
   uint64_t hash() const { return StableHasher::Mix(hash_ ^ count_); }
   size_t size() const { return count_; }
   const std::vector<TraceEvent>& events() const { return events_; }
@@ -74,6 +119,9 @@ class Trace {
                               const std::string& title, const ParallelLayout& layout);
 
  private:
+  // Out of line: AddPrepared inlines where a completion adds its members.
+  void Keep(const TraceEvent& event, int32_t rank, int64_t begin_ns, int64_t end_ns);
+
   bool keep_;
   size_t count_ = 0;
   uint64_t hash_ = 0xcbf29ce484222325ull;
