@@ -487,29 +487,6 @@ int64_t Now(SimContext& ctx, const ReductionCheck& c) {
 
 }  // namespace
 
-bool ReductionChecker::CheckSame(SimContext& ctx, const ReductionCheck& c, const SimTensor& tensor,
-                                 uint32_t times) {
-  const uint64_t key = StableHasher::Mix(c.instance * 0x9e3779b97f4a7c15u ^ c.group_key);
-  for (uint32_t made = 0; made < times;) {
-    if (!Check(ctx, c, tensor)) return false;
-    ++made;
-    // The checks after it pass as it did (the same runs, the same digest)
-    // and only count, up to the last member the open agreement expects; a
-    // check after that opens the next agreement, and is made.
-    const uint32_t index = open_.Find(key);
-    if (index == MixedKeyIndex::kAbsent) continue;
-    Agreement& agreement = pool_[index];
-    const size_t counted = std::min<size_t>(c.expected.size() - agreement.checked, times - made);
-    agreement.checked += counted;
-    made += static_cast<uint32_t>(counted);
-    if (agreement.checked == c.expected.size()) {
-      free_.push_back(index);
-      open_.Erase(key);
-    }
-  }
-  return true;
-}
-
 namespace {
 
 // The findings of ReductionChecker::Check, out of its frame.
@@ -583,6 +560,43 @@ ABSL_ATTRIBUTE_NOINLINE void ReportBitwiseDivergence(SimContext& ctx, const Redu
                      Detector::kBitwiseAgreement});
 }
 
+// The sum of the contribution keys of the ranks `c` expects.
+uint64_t ExpectedSum(const ReductionCheck& c) {
+  uint64_t sum = 0;
+  for (int r : c.expected) sum += ContributionKey(r, c.instance);
+  return sum;
+}
+
+// Whether `tensor` covers `c`'s elements with runs that each hold, at their
+// own offsets, exactly the contributions `expected_sum` fingerprints. False:
+// a finding was reported. (The findings are made out of line: this runs in
+// every rank-call, on a fiber's stack, and their strings and JSON made its
+// frame 720 bytes.)
+bool ContributionsHold(SimContext& ctx, const ReductionCheck& c, const SimTensor& tensor,
+                       uint64_t expected_sum) {
+  const auto expected_count = static_cast<uint32_t>(c.expected.size());
+  if (!tensor.runs.Covered(0, c.elems)) {
+    ReportGap(ctx, c, tensor);
+    return false;
+  }
+  for (const Run& run : tensor.runs.runs()) {
+    if (run.begin >= c.elems) break;
+    const SimValue& v = run.value;
+    if ((v.flags & kShifted) != 0 || run.src != run.begin) {
+      // Data at other offsets: ranks laid the message out differently, or an
+      // earlier call's data (another instance) was left in the buffer and
+      // read as this call's. The exact rerun tells which.
+      ReportShifted(ctx, c, run);
+      return false;
+    }
+    if (v.key_sum != expected_sum || v.count != expected_count) {
+      ReportWrongPeers(ctx, c, v);
+      return false;
+    }
+  }
+  return true;
+}
+
 }  // namespace
 
 bool ReductionChecker::Check(SimContext& ctx, const ReductionCheck& c, const SimTensor& tensor) {
@@ -610,33 +624,8 @@ bool ReductionChecker::Check(SimContext& ctx, const ReductionCheck& c, const Sim
     open_.Insert(key, index);
   }
   Agreement& agreement = pool_[index];
-  if (fresh) {
-    for (int r : c.expected) agreement.expected_sum += ContributionKey(r, c.instance);
-  }
-  const uint64_t expected_sum = agreement.expected_sum;
-  const auto expected_count = static_cast<uint32_t>(c.expected.size());
-
-  // (The findings are made out of line: this runs in every rank-call, on a
-  // fiber's stack, and their strings and JSON made its frame 720 bytes.)
-  if (!tensor.runs.Covered(0, c.elems)) {
-    ReportGap(ctx, c, tensor);
-    return false;
-  }
-  for (const Run& run : tensor.runs.runs()) {
-    if (run.begin >= c.elems) break;
-    const SimValue& v = run.value;
-    if ((v.flags & kShifted) != 0 || run.src != run.begin) {
-      // Data at other offsets: ranks laid the message out differently, or an
-      // earlier call's data (another instance) was left in the buffer and
-      // read as this call's. The exact rerun tells which.
-      ReportShifted(ctx, c, run);
-      return false;
-    }
-    if (v.key_sum != expected_sum || v.count != expected_count) {
-      ReportWrongPeers(ctx, c, v);
-      return false;
-    }
-  }
+  if (fresh) agreement.expected_sum = ExpectedSum(c);
+  if (!ContributionsHold(ctx, c, tensor, agreement.expected_sum)) return false;
   if (ctx.numeric_mode && !CheckNumeric(ctx, c, tensor, agreement)) return false;
 
   const uint64_t digest = OutputDigest(ctx, tensor);
@@ -651,6 +640,36 @@ bool ReductionChecker::Check(SimContext& ctx, const ReductionCheck& c, const Sim
   if (++agreement.checked == c.expected.size()) {
     free_.push_back(index);
     open_.Erase(key);
+  }
+  return true;
+}
+
+bool ReductionChecker::CheckSame(SimContext& ctx, const ReductionCheck& c, const SimTensor& tensor,
+                                 uint32_t times) {
+  const uint64_t key = StableHasher::Mix(c.instance * 0x9e3779b97f4a7c15u ^ c.group_key);
+  if (!ctx.numeric_mode && times == c.expected.size() && open_.Find(key) == MixedKeyIndex::kAbsent) {
+    // The `times` checks are every one the agreement expects, of one
+    // tensor: it would open and close here with one output, so nothing is
+    // kept, and the contributions are all there is to check. (Symbolic data
+    // only: numeric checks keep their reference in the agreement.)
+    return ContributionsHold(ctx, c, tensor, ExpectedSum(c));
+  }
+  for (uint32_t made = 0; made < times;) {
+    if (!Check(ctx, c, tensor)) return false;
+    ++made;
+    // The checks after it pass as it did (the same runs, the same digest)
+    // and only count, up to the last member the open agreement expects; a
+    // check after that opens the next agreement, and is made.
+    const uint32_t index = open_.Find(key);
+    if (index == MixedKeyIndex::kAbsent) continue;
+    Agreement& agreement = pool_[index];
+    const size_t counted = std::min<size_t>(c.expected.size() - agreement.checked, times - made);
+    agreement.checked += counted;
+    made += static_cast<uint32_t>(counted);
+    if (agreement.checked == c.expected.size()) {
+      free_.push_back(index);
+      open_.Erase(key);
+    }
   }
   return true;
 }
