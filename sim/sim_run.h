@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/base/attributes.h"
 #include "absl/container/flat_hash_map.h"
 #include "dispatch/group_coordinator.h"
 #include "dispatch/policy.h"
@@ -66,20 +67,9 @@ struct RankRuntime : CallObserver {
     // Run-ahead: a kernel other than NCCL's runs after the NCCL calls the
     // rank posted before it (a stream runs its work in order).
     if (record.backend != BackendKind::kNccl && drain_before_kernel) drain_before_kernel();
-    if (keep_decisions) {
-      calls.push_back(CallLog{current_object, current_site, record, logged++});
-      if (log_budget != nullptr && log_budget->limit != 0 &&
-          ++log_budget->held >= log_budget->limit) {
-        log_budget->compact();
-      }
-    }
-    // Another backend after an error in the same dispatched call: the policy
-    // swallowed the error and fell back.
-    for (SwallowedError& e : raised_in_call) {
-      e.fell_back_to = record.backend;
-      Swallowed(std::move(e));
-    }
-    raised_in_call.clear();
+    // (What is usually not there is out of line: this runs in every
+    // rank-call, and its frame saved registers for the rare paths.)
+    if (keep_decisions || !raised_in_call.empty()) LogAndSettle(record);
     const CallPlace place = NextCall();
     ++calls_made;
     return place;
@@ -97,10 +87,7 @@ struct RankRuntime : CallObserver {
     raised_in_call.clear();
   }
   void EndCall(bool raised) {
-    if (!raised) {
-      for (SwallowedError& e : raised_in_call) Swallowed(std::move(e));
-    }
-    raised_in_call.clear();
+    if (!raised_in_call.empty()) SettleRaised(raised);
   }
   // Where the rank's next dispatched call is (at `site`: the site of the call
   // it is preparing, else the last one it began).
@@ -133,6 +120,31 @@ struct RankRuntime : CallObserver {
   int64_t swallowed_count = 0;
 
  private:
+  // OnBackendCall's decision log, and the errors of the call in flight the
+  // policy swallowed by going on to this backend.
+  ABSL_ATTRIBUTE_NOINLINE void LogAndSettle(const DecisionRecord& record) {
+    if (keep_decisions) {
+      calls.push_back(CallLog{current_object, current_site, record, logged++});
+      if (log_budget != nullptr && log_budget->limit != 0 &&
+          ++log_budget->held >= log_budget->limit) {
+        log_budget->compact();
+      }
+    }
+    // Another backend after an error in the same dispatched call: the policy
+    // swallowed the error and fell back.
+    for (SwallowedError& e : raised_in_call) {
+      e.fell_back_to = record.backend;
+      Swallowed(std::move(e));
+    }
+    raised_in_call.clear();
+  }
+  // EndCall's errors of the call: swallowed unless the call raised.
+  ABSL_ATTRIBUTE_NOINLINE void SettleRaised(bool raised) {
+    if (!raised) {
+      for (SwallowedError& e : raised_in_call) Swallowed(std::move(e));
+    }
+    raised_in_call.clear();
+  }
   void Swallowed(SwallowedError e) {
     ++swallowed_count;
     if (swallowed.size() < kMaxSwallowed) swallowed.push_back(std::move(e));
