@@ -647,7 +647,8 @@ bool ReductionChecker::Check(SimContext& ctx, const ReductionCheck& c, const Sim
 bool ReductionChecker::CheckSame(SimContext& ctx, const ReductionCheck& c, const SimTensor& tensor,
                                  uint32_t times) {
   const uint64_t key = StableHasher::Mix(c.instance * 0x9e3779b97f4a7c15u ^ c.group_key);
-  if (!ctx.numeric_mode && times == c.expected.size() && open_.Find(key) == MixedKeyIndex::kAbsent) {
+  if (!ctx.numeric_mode && times == c.expected.size() &&
+      open_.Find(key) == MixedKeyIndex::kAbsent) {
     // The `times` checks are every one the agreement expects, of one
     // tensor: it would open and close here with one output, so nothing is
     // kept, and the contributions are all there is to check. (Symbolic data

@@ -42,8 +42,14 @@ class CheckSameTest : public ::testing::Test {
   }
   // Member `rank`'s check of the group of four.
   ReductionCheck CheckOf(int rank) const {
-    return ReductionCheck{rank, SiteRef{0, 0, SiteKind::kAttnOut}, kInstance, all_,
-                          /*group_key=*/1, kElems, 0, 0};
+    return ReductionCheck{rank,
+                          SiteRef{0, 0, SiteKind::kAttnOut},
+                          kInstance,
+                          all_,
+                          /*group_key=*/1,
+                          kElems,
+                          0,
+                          0};
   }
 
   std::unique_ptr<lockstep::testing::TestRunContext> run_;

@@ -4,6 +4,8 @@
 // failed mark, and the same call made into a new outcome
 // (DispatchAllReduce) gives the same event and record.
 
+#include "sim/replica/dispatched_call.h"
+
 #include <cstdint>
 #include <optional>
 
@@ -12,7 +14,6 @@
 #include "dispatch/group_layout.h"
 #include "dispatch/policy.h"
 #include "gtest/gtest.h"
-#include "sim/replica/dispatched_call.h"
 
 namespace lockstep {
 namespace {
